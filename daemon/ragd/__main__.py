@@ -1,0 +1,5 @@
+"""`python -m ragd` runs the command line."""
+
+from ragd.cli import run
+
+run()

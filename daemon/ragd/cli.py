@@ -1,0 +1,274 @@
+"""The `ragd` command line: a thin shell over the core.
+
+Owns argument parsing, human and JSON output, progress display, and the one place
+where errors become one-line messages and exit codes: 0 success, 1 runtime failure,
+2 usage or configuration error (including a refused query).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+import click
+
+from ragd.app import Runtime
+from ragd.config import Config, load_config, resolve_config_path
+from ragd.errors import ConfigError, LockedError, RagdError, UsageError
+from ragd.indexer import IndexReport
+from ragd.search import MODES, Mode, SearchResponse
+from ragd.status import StatusReport
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+
+
+def _exit_code(error: RagdError) -> int:
+    return EXIT_USAGE if isinstance(error, ConfigError | UsageError | LockedError) else EXIT_FAILURE
+
+
+class _State:
+    def __init__(self, config_path: str | None) -> None:
+        self.config_path = config_path
+        self._config: Config | None = None
+
+    def runtime(self) -> Runtime:
+        if self._config is None:
+            self._config = load_config(resolve_config_path(self.config_path, os.environ))
+        return Runtime.from_config(self._config)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.option(
+    "--config",
+    "config_path",
+    metavar="PATH",
+    help="Configuration file. Default: $RAGD_CONFIG, else ./config.toml.",
+)
+@click.option("--debug", is_flag=True, help="Show tracebacks for unexpected errors.")
+@click.pass_context
+def cli(ctx: click.Context, config_path: str | None, debug: bool) -> None:
+    """ragd keeps a hybrid (BM25 + vector) retrieval index in step with your documents.
+
+    \b
+    ragd index              bring the index in step with the sources (incremental)
+    ragd query "text"       search it; hits carry indexed_at and stale flags
+    ragd status             what is indexed, failed, stale; whether the stores agree
+    """
+    ctx.obj = _State(config_path)
+
+
+@cli.command()
+@click.option(
+    "--full",
+    is_flag=True,
+    help="Re-read every file and rewrite every document (stored embeddings are still re-used).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary on stdout.")
+@click.pass_obj
+def index(state: _State, full: bool, as_json: bool) -> int:
+    """Run one synchronous indexing pass over all configured sources.
+
+    Only what changed is re-chunked and re-embedded. Exits 0 when the pass completes,
+    even if some documents failed (they are reported); 1 when it could not complete.
+    """
+    runtime = state.runtime()
+    progress = _Progress(sys.stderr)
+    with runtime.indexer() as indexer:
+        report = indexer.run(full=full, progress=progress)
+    progress.finish()
+    if as_json:
+        click.echo(json.dumps(report.to_json(), indent=2))
+    else:
+        click.echo(_index_summary(report))
+    for error in report.errors:
+        click.echo(f"ragd: error: {error}", err=True)
+    return EXIT_FAILURE if report.errors else EXIT_OK
+
+
+@cli.command()
+@click.argument("text")
+@click.option(
+    "-k",
+    "k",
+    type=click.IntRange(1, 1000),
+    default=None,
+    help="How many results (default: search.k).",
+)
+@click.option(
+    "--mode",
+    type=click.Choice(MODES),
+    default=None,
+    help="Retriever: hybrid (BM25 + vector, RRF), bm25 or vector. Default: search.mode.",
+)
+@click.option("--exclude-stale", is_flag=True, help="Drop hits whose source may have changed.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.pass_obj
+def query(
+    state: _State, text: str, k: int | None, mode: Mode | None, exclude_stale: bool, as_json: bool
+) -> int:
+    """Search the index for TEXT."""
+    runtime = state.runtime()
+    with runtime.readers() as stores:
+        response = runtime.searcher(*stores).search(
+            text, k=k, mode=mode or runtime.config.search.mode, exclude_stale=exclude_stale
+        )
+    if as_json:
+        click.echo(json.dumps(response.to_json(), indent=2, ensure_ascii=False))
+    else:
+        click.echo(_query_text(response))
+    return EXIT_OK
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the full report as JSON.")
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Print one line; exit 1 if anything is stale or failed or the stores disagree.",
+)
+@click.pass_obj
+def status(state: _State, as_json: bool, check: bool) -> int:
+    """Report documents, chunks, failures and staleness per source, and store agreement.
+
+    Works with or without a running daemon (it only reads).
+    """
+    report = state.runtime().status()
+    code, line = report.verdict()
+    if as_json:
+        click.echo(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
+    elif check:
+        click.echo(line)
+    else:
+        click.echo(_status_text(report))
+    return code if check else EXIT_OK
+
+
+# -- human output ---------------------------------------------------------------------------
+
+
+class _Progress:
+    """A progress bar on a terminal; a line every few seconds otherwise (logs, systemd)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.tty = stream.isatty()
+        self._bar: Any = None
+        self._last = time.monotonic()
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.tty:
+            if self._bar is None:
+                self._bar = click.progressbar(length=total, label="indexing", file=self.stream)
+                self._bar.__enter__()
+            self._bar.update(1)
+        elif time.monotonic() - self._last >= 5:
+            self._last = time.monotonic()
+            click.echo(f"ragd: indexed {done}/{total} files", file=self.stream)
+
+    def finish(self) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(None, None, None)
+
+
+def _index_summary(report: IndexReport) -> str:
+    return (
+        f"documents: {report.added} added, {report.changed} changed, "
+        f"{report.unchanged} unchanged, {report.deleted} deleted, {report.failed} failed\n"
+        f"chunks:    {report.embedded} embedded, {report.reused} re-used, "
+        f"{report.chunks_deleted} deleted\n"
+        f"took {report.seconds:.2f}s"
+        + (" (after reconciling the stores)" if report.reconciled else "")
+    )
+
+
+def _query_text(response: SearchResponse) -> str:
+    if not response.hits:
+        return f"no results for {response.query!r}"
+    lines: list[str] = []
+    for hit in response.hits:
+        doc, chunk = hit.document, hit.chunk
+        where = " › ".join(chunk.heading_path) or doc.title
+        flag = f"  [STALE: {', '.join(hit.stale_reasons)}]" if hit.stale_reasons else ""
+        lines.append(f"{hit.rank:>2}. {where}{flag}")
+        lines.append(
+            f"    {doc.source}:{doc.key}  score {hit.score:.4f}  "
+            f"bm25 #{hit.bm25_rank or '-'}  vector #{hit.vector_rank or '-'}"
+        )
+        snippet = " ".join(chunk.text.split())
+        lines.append(f"    {snippet[:200]}{'…' if len(snippet) > 200 else ''}")
+    if response.excluded_stale:
+        lines.append(f"({response.excluded_stale} stale hits excluded)")
+    return "\n".join(lines)
+
+
+def _status_text(report: StatusReport) -> str:
+    header = ("SOURCE", "DOCS", "CHUNKS", "FAILED", "STALE", "LAST INDEXED")
+    rows = [header] + [
+        (
+            s.name,
+            str(s.documents),
+            str(s.chunks),
+            str(len(s.failed_documents)),
+            str(s.stale),
+            s.last_indexed_at or "never",
+        )
+        for s in report.sources
+    ]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    for s in report.sources:
+        for path, error in s.failed_documents:
+            lines.append(f"failed  {s.name}:{path}: {error}")
+        for path in s.empty_documents:
+            lines.append(f"empty   {s.name}:{path}: no text to index")
+        for reason, count in s.stale_by_reason.items():
+            lines.append(f"stale   {s.name}: {count} documents ({reason})")
+    agreement = report.agreement
+    lines.append(
+        f"stores: {'agree' if agreement.agree else 'DISAGREE'} "
+        f"(manifest {agreement.manifest_chunks}, "
+        f"lancedb {agreement.lancedb_chunks}, tantivy {agreement.tantivy_chunks} chunks)"
+    )
+    return "\n".join(lines)
+
+
+# -- the one place errors become exit codes ------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `ragd` console script; returns the exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        result = cli.main(args=args, prog_name="ragd", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("ragd: interrupted", err=True)
+        return 130
+    except click.ClickException as exc:
+        exc.show()
+        return EXIT_USAGE
+    except RagdError as exc:
+        click.echo(f"ragd: error: {exc}", err=True)
+        return _exit_code(exc)
+    except Exception as exc:
+        if "--debug" in args:
+            raise
+        first_line = (str(exc).splitlines() or [""])[0]
+        click.echo(
+            f"ragd: internal error: {type(exc).__name__}: {first_line} "
+            "(run with --debug for the traceback)",
+            err=True,
+        )
+        return EXIT_FAILURE
+    return result if isinstance(result, int) else EXIT_OK
+
+
+def run() -> None:
+    """Console-script wrapper: exit with main()'s code."""
+    sys.exit(main())
+
+
+__all__ = ["cli", "main", "run"]

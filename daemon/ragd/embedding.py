@@ -1,0 +1,128 @@
+"""Embedding models: the `Embedder` seam and the model2vec implementation.
+
+Owns turning texts into unit-length float32 vectors and naming the model precisely
+enough for the pipeline fingerprint. The model is loaded on first use, so runs that
+change nothing never pay for it. Any object with `identity`, `dim` and `embed` is an
+embedder; tests register a deterministic fake through the same seam.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from ragd.errors import ModelLoadError
+
+Matrix = npt.NDArray[np.float32]
+
+
+class Embedder(Protocol):
+    """What the indexer and the query path need from a model."""
+
+    @property
+    def identity(self) -> str:
+        """A stable name for the model's exact weights (part of the pipeline fingerprint)."""
+        ...
+
+    @property
+    def dim(self) -> int:
+        """The vector dimension."""
+        ...
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        """Vectors for texts: shape (len(texts), dim), float32, L2-normalised."""
+        ...
+
+
+def model_identity(model: str, *, is_local: bool) -> str:
+    """Name a model by content when it is a local directory, by its hub id otherwise.
+
+    Hashing the weight file means replacing the files in place (a new distillation, a new
+    quantisation) changes the fingerprint, as it must.
+    """
+    if not is_local:
+        return f"hub:{model}"
+    directory = Path(model)
+    digest = hashlib.sha256()
+    for name in ("config.json", "model.safetensors"):
+        path = directory / name
+        try:
+            with path.open("rb") as handle:
+                for block in iter(lambda: handle.read(1 << 20), b""):
+                    digest.update(block)
+        except OSError as exc:
+            raise ModelLoadError(
+                f"cannot read embedding model file {path}: {exc.strerror}",
+                hint="set [embedding] model or RAGD_EMBEDDING_MODEL to a model2vec directory",
+            ) from exc
+    return f"dir:{directory.name}:{digest.hexdigest()[:16]}"
+
+
+class Model2VecEmbedder:
+    """A model2vec StaticModel, loaded lazily from a local directory or a hub id."""
+
+    def __init__(self, model: str, *, is_local: bool, batch_size: int = 1024) -> None:
+        self.model = model
+        self.is_local = is_local
+        self.batch_size = batch_size
+        self._identity: str | None = None
+        self._static: Any = None
+        self.calls = 0
+        self.texts_embedded = 0
+
+    @property
+    def identity(self) -> str:
+        """Content hash of a local model's files, or the hub id."""
+        if self._identity is None:
+            self._identity = model_identity(self.model, is_local=self.is_local)
+        return self._identity
+
+    @property
+    def dim(self) -> int:
+        """The model's vector dimension (loads the model)."""
+        return int(self._load().dim)
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        """Encode texts in batches on this thread (model2vec's process pool is not fork-safe)."""
+        static = self._load()
+        self.calls += 1
+        self.texts_embedded += len(texts)
+        if not texts:
+            return np.zeros((0, int(static.dim)), dtype=np.float32)
+        # model2vec's threaded path flips TOKENIZERS_PARALLELISM off for good; stay single path.
+        vectors = static.encode(list(texts), batch_size=self.batch_size, use_multiprocessing=False)
+        return normalise(np.asarray(vectors, dtype=np.float32))
+
+    def _load(self) -> Any:
+        if self._static is not None:
+            return self._static
+        if self.is_local and not (Path(self.model) / "model.safetensors").is_file():
+            raise ModelLoadError(
+                f"embedding model directory {self.model} has no model.safetensors",
+                hint="point [embedding] model or RAGD_EMBEDDING_MODEL at a model2vec directory",
+            )
+        try:
+            from model2vec import StaticModel
+
+            self._static = StaticModel.from_pretrained(self.model)
+        except Exception as exc:  # model2vec/hub raise many types; all mean "cannot load"
+            raise ModelLoadError(
+                f"cannot load embedding model '{self.model}': {type(exc).__name__}: {exc}".split(
+                    "\n"
+                )[0],
+                hint="download it once, or set RAGD_EMBEDDING_MODEL to a local model2vec directory",
+            ) from exc
+        return self._static
+
+
+def normalise(vectors: Matrix) -> Matrix:
+    """Scale rows to unit length (zero rows stay zero) so cosine is a dot product."""
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    normalised: Matrix = (vectors / norms).astype(np.float32, copy=False)
+    return normalised

@@ -1,0 +1,189 @@
+"""Folder sources: listing a root and reading its files safely.
+
+Owns the rules for which files under a root are documents: include/exclude patterns
+(gitignore style), no symlinks followed (to files or directories), only regular files,
+a size cap. Reading opens with O_NOFOLLOW|O_NONBLOCK and checks the opened file, so a
+file swapped for a FIFO, a symlink or a directory between listing and reading is
+refused instead of blocking or escaping the root.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+import pathspec
+
+from ragd.errors import DocumentError, SourceError
+
+
+@dataclass(frozen=True, slots=True)
+class FileStat:
+    """A file as listed: its key (POSIX path relative to the root), size and mtime."""
+
+    key: str
+    size: int
+    mtime_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class FileContent:
+    """The bytes of a file and the stat of the very file descriptor they came from."""
+
+    data: bytes
+    size: int
+    mtime_ns: int
+
+
+@dataclass(slots=True)
+class Listing:
+    """The result of scanning a root.
+
+    `unreadable_dirs` are directories that could not be listed; documents under them are
+    neither confirmed nor deleted by this scan.
+    """
+
+    files: list[FileStat] = field(default_factory=list)
+    unreadable_dirs: list[str] = field(default_factory=list)
+    skipped_symlinks: int = 0
+    skipped_special: int = 0
+
+    def covers(self, key: str) -> bool:
+        """True when this listing can vouch for `key` (it is not under an unreadable dir)."""
+        return not any(key.startswith(prefix + "/") for prefix in self.unreadable_dirs)
+
+
+class FolderSource:
+    """A directory tree of documents, selected by include and exclude patterns."""
+
+    def __init__(
+        self,
+        name: str,
+        root: Path,
+        include: tuple[str, ...],
+        exclude: tuple[str, ...] = (),
+        max_file_bytes: int = 20_000_000,
+    ) -> None:
+        self.name = name
+        self.root = root
+        self.max_file_bytes = max_file_bytes
+        self._include = pathspec.PathSpec.from_lines("gitwildmatch", include)
+        self._exclude = pathspec.PathSpec.from_lines("gitwildmatch", exclude)
+
+    def selects(self, key: str) -> bool:
+        """True when a file key is included and not excluded."""
+        return bool(self._include.match_file(key)) and not self._exclude.match_file(key)
+
+    def _excludes_dir(self, rel_dir: str) -> bool:
+        return bool(self._exclude.match_file(rel_dir + "/"))
+
+    def path_for(self, key: str) -> Path:
+        """The filesystem path of a key. Keys come from our own listing, never from users."""
+        return self.root.joinpath(*PurePosixPath(key).parts)
+
+    def uri_for(self, key: str) -> str:
+        """A file:// URL for a key."""
+        return self.path_for(key).as_uri()
+
+    def check_root(self) -> None:
+        """Raise SourceError unless the root is a readable directory."""
+        try:
+            st = self.root.stat()
+        except OSError as exc:
+            raise SourceError(
+                f"source '{self.name}': cannot open root {self.root}: {exc.strerror}",
+                hint="check sources.path in the config; nothing was deleted",
+            ) from exc
+        if not stat.S_ISDIR(st.st_mode):
+            raise SourceError(f"source '{self.name}': root {self.root} is not a directory")
+
+    def scan(self) -> Listing:
+        """List every selected regular file under the root, without following symlinks."""
+        self.check_root()
+        listing = Listing()
+        stack: list[tuple[Path, str]] = [(self.root, "")]
+        while stack:
+            directory, rel = stack.pop()
+            try:
+                entries = list(os.scandir(directory))
+            except OSError:
+                if not rel:
+                    raise SourceError(
+                        f"source '{self.name}': cannot list root {self.root}"
+                    ) from None
+                listing.unreadable_dirs.append(rel)
+                continue
+            for entry in entries:
+                self._visit(entry, rel, stack, listing)
+        listing.files.sort(key=lambda f: f.key)
+        return listing
+
+    def _visit(
+        self, entry: os.DirEntry[str], rel: str, stack: list[tuple[Path, str]], listing: Listing
+    ) -> None:
+        key = f"{rel}/{entry.name}" if rel else entry.name
+        try:
+            if entry.is_symlink():
+                listing.skipped_symlinks += 1
+            elif entry.is_dir(follow_symlinks=False):
+                if not self._excludes_dir(key):
+                    stack.append((Path(entry.path), key))
+            elif entry.is_file(follow_symlinks=False):
+                if self.selects(key):
+                    st = entry.stat(follow_symlinks=False)
+                    listing.files.append(FileStat(key, st.st_size, st.st_mtime_ns))
+            else:
+                listing.skipped_special += 1
+        except FileNotFoundError:
+            pass  # vanished between listing and stat: the next scan sees it gone
+
+    def stat(self, key: str) -> FileStat | None:
+        """The current stat of a key's file, or None when it is gone or not a regular file."""
+        try:
+            st = os.lstat(self.path_for(key))
+        except OSError:
+            return None
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        return FileStat(key, st.st_size, st.st_mtime_ns)
+
+    def read(self, key: str) -> FileContent:
+        """Read a file once; raise DocumentError with a one-line reason when it cannot be read."""
+        return read_regular_file(self.path_for(key), self.max_file_bytes)
+
+
+def read_regular_file(path: Path, max_bytes: int) -> FileContent:
+    """Open without following symlinks or blocking on FIFOs, check it is a regular file, read it."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError as exc:
+        raise DocumentError("file vanished before it could be read") from exc
+    except PermissionError as exc:
+        raise DocumentError("permission denied") from exc
+    except OSError as exc:
+        raise DocumentError(f"cannot open: {exc.strerror}") from exc
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise DocumentError("not a regular file")
+        if st.st_size > max_bytes:
+            raise DocumentError(f"file is {st.st_size} bytes; the limit is {max_bytes}")
+        chunks: list[bytes] = []
+        remaining = max_bytes + 1
+        while remaining > 0:
+            piece = os.read(fd, min(1 << 20, remaining))
+            if not piece:
+                break
+            chunks.append(piece)
+            remaining -= len(piece)
+        data = b"".join(chunks)
+    except OSError as exc:
+        raise DocumentError(f"read failed: {exc.strerror}") from exc
+    finally:
+        os.close(fd)
+    if len(data) > max_bytes:
+        raise DocumentError(f"file grew past the limit of {max_bytes} bytes while being read")
+    return FileContent(data, st.st_size, st.st_mtime_ns)

@@ -1,0 +1,361 @@
+"""The write path: bring the stores in step with the sources, doing only what changed.
+
+Owns one indexing pass: list each source, decide per document whether it changed
+(size + mtime, then the hash of the bytes read, then the pipeline fingerprint), parse
+and chunk what changed, embed only chunk texts with no stored vector, and write in an
+order that a crash at any point can recover from:
+
+1. record intent in the manifest (documents -> pending / deleted, writer unclean);
+2. replace the documents' chunks in LanceDB (one commit) and in Tantivy (one commit);
+3. commit the new chunk rows and document states in the manifest.
+
+A crash between 1 and 3 leaves documents pending and maybe orphan chunks; the next
+writer reconciles (removes orphans) and redoes pending documents.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ragd.embedding import Embedder
+from ragd.errors import DocumentError, RagdError, SourceError
+from ragd.folders import FileStat, FolderSource, Listing
+from ragd.keywords import KeywordRow
+from ragd.manifest import ChunkRecord, DocumentRecord, DocumentWrite
+from ragd.parsers import UnsupportedDocument
+from ragd.pipeline import Pipeline, chunk_id, content_hash, embed_key
+from ragd.stores import WriterStores, reconcile
+from ragd.vectors import VectorRow
+
+ProgressFn = Callable[[int, int], None]
+"""Called as progress(done, total) after each listed file."""
+
+
+@dataclass
+class IndexReport:
+    """What one pass did; `to_json` is the `ragd index --json` contract."""
+
+    added: int = 0
+    changed: int = 0
+    unchanged: int = 0
+    deleted: int = 0
+    failed: int = 0
+    embedded: int = 0
+    reused: int = 0
+    chunks_deleted: int = 0
+    seconds: float = 0.0
+    reconciled: bool = False
+    errors: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, object]:
+        """The JSON object printed by `ragd index --json`."""
+        return {
+            "documents": {
+                "added": self.added,
+                "changed": self.changed,
+                "unchanged": self.unchanged,
+                "deleted": self.deleted,
+                "failed": self.failed,
+            },
+            "chunks": {
+                "embedded": self.embedded,
+                "reused": self.reused,
+                "deleted": self.chunks_deleted,
+            },
+            "seconds": round(self.seconds, 3),
+            "reconciled": self.reconciled,
+            "errors": list(self.errors),
+        }
+
+
+@dataclass
+class _Pending:
+    """A document decision waiting in the batch: its manifest write and its new chunks."""
+
+    write: DocumentWrite
+    embed_texts: tuple[str, ...]
+    touches_stores: bool
+    old_chunk_ids: frozenset[str]
+
+
+class Indexer:
+    """Runs indexing passes over folder sources into the stores of one data directory.
+
+    The caller holds the writer lock; this class is the only code that writes stores.
+    """
+
+    def __init__(
+        self,
+        stores: WriterStores,
+        sources: Sequence[FolderSource],
+        pipeline: Pipeline,
+        embedder: Embedder,
+        *,
+        batch_chunks: int = 2048,
+        batch_documents: int = 256,
+    ) -> None:
+        self.stores = stores
+        self.manifest = stores.manifest
+        self.sources = list(sources)
+        self.pipeline = pipeline
+        self.embedder = embedder
+        self.batch_chunks = batch_chunks
+        self.batch_documents = batch_documents
+        self._queue: list[_Pending] = []
+        self._queued_chunks = 0
+        self._confirmed: list[tuple[str, int, int]] = []
+        self._report = IndexReport()
+
+    def run(self, *, full: bool = False, progress: ProgressFn | None = None) -> IndexReport:
+        """One pass over every source. `full` re-reads and rewrites every document."""
+        started = time.monotonic()
+        self._report = report = IndexReport()
+        if full or not self.manifest.is_clean():
+            self.reconcile()
+            report.reconciled = True
+        listings: list[tuple[FolderSource, Listing]] = []
+        for source in self.sources:
+            try:
+                listings.append((source, source.scan()))
+            except SourceError as exc:
+                report.errors.append(str(exc))
+        total = sum(len(listing.files) for _, listing in listings)
+        done = 0
+        for source, listing in listings:
+            try:
+                self._check_not_vanished(source, listing)
+            except SourceError as exc:
+                report.errors.append(str(exc))
+                done += len(listing.files)
+                continue
+            known = {d.key: d for d in self.manifest.documents(source.name)}
+            for entry in listing.files:
+                self._visit(source, entry, known.get(entry.key), full=full)
+                done += 1
+                if progress is not None:
+                    progress(done, total)
+            listed = {f.key for f in listing.files}
+            for key, record in known.items():
+                if key not in listed and listing.covers(key):
+                    self._delete(record)
+        self._flush()
+        self.manifest.confirm_unchanged(self._confirmed)
+        self._confirmed.clear()
+        self.manifest.prune_vectors()
+        self.manifest.mark_clean()
+        report.seconds = time.monotonic() - started
+        return report
+
+    def reconcile(self) -> None:
+        """Make the search stores list exactly the manifest's chunks (after a crash)."""
+        reconcile(self.manifest, self.stores.vectors(self.embedder.dim), self.stores.keywords())
+
+    # -- deciding -------------------------------------------------------------------------
+
+    def _check_not_vanished(self, source: FolderSource, listing: Listing) -> None:
+        if listing.files:
+            return
+        indexed = sum(1 for d in self.manifest.documents(source.name) if d.status == "indexed")
+        if indexed:
+            raise SourceError(
+                f"source '{source.name}': {source.root} listed no files but {indexed} documents "
+                "are indexed; nothing was deleted",
+                hint="if the folder really is empty now, remove its files' documents by "
+                "pointing the source at an empty directory after checking the mount",
+            )
+
+    def _visit(
+        self, source: FolderSource, entry: FileStat, record: DocumentRecord | None, *, full: bool
+    ) -> None:
+        fingerprint = self.pipeline.fingerprint
+        settled = record is not None and record.status in ("indexed", "failed")
+        same_recipe = record is not None and record.fingerprint == fingerprint
+        if (
+            settled
+            and same_recipe
+            and not full
+            and record is not None
+            and (record.size, record.mtime_ns) == (entry.size, entry.mtime_ns)
+        ):
+            self._unchanged(record.doc_id, entry.size, entry.mtime_ns)
+            return
+        doc_id = f"{source.name}:{entry.key}"
+        try:
+            content = source.read(entry.key)
+        except DocumentError as exc:
+            self._fail(source, entry.key, record, exc.message, entry.size, entry.mtime_ns, None)
+            return
+        digest = content_hash(content.data)
+        if settled and same_recipe and record is not None and record.content_hash == digest:
+            if not full:
+                self._unchanged(doc_id, content.size, content.mtime_ns)
+                return
+            kind = "unchanged"  # --full rewrites it anyway
+        elif record is None or record.content_hash is None:
+            kind = "added"
+        else:
+            kind = "changed"
+        try:
+            processed = self.pipeline.process(content.data, entry.key)
+        except UnsupportedDocument as exc:
+            self._fail(
+                source, entry.key, record, exc.reason, content.size, content.mtime_ns, digest
+            )
+            return
+        setattr(self._report, kind, getattr(self._report, kind) + 1)
+        model = self.embedder.identity
+        chunks = tuple(
+            ChunkRecord(
+                chunk_id=chunk_id(doc_id, c.ordinal, c.embed_text),
+                doc_id=doc_id,
+                ordinal=c.ordinal,
+                heading_path=c.heading_path,
+                text=c.text,
+                embed_key=embed_key(model, c.embed_text),
+            )
+            for c in processed.chunks
+        )
+        write = DocumentWrite(
+            doc_id=doc_id,
+            source=source.name,
+            key=entry.key,
+            uri=source.uri_for(entry.key),
+            status="indexed",
+            title=processed.title,
+            size=content.size,
+            mtime_ns=content.mtime_ns,
+            content_hash=digest,
+            fingerprint=fingerprint,
+            chunks=chunks,
+        )
+        self._enqueue(write, tuple(c.embed_text for c in processed.chunks), record)
+
+    def _unchanged(self, doc_id: str, size: int, mtime_ns: int) -> None:
+        self._report.unchanged += 1
+        self._confirmed.append((doc_id, size, mtime_ns))
+
+    def _fail(
+        self,
+        source: FolderSource,
+        key: str,
+        record: DocumentRecord | None,
+        reason: str,
+        size: int,
+        mtime_ns: int,
+        digest: str | None,
+    ) -> None:
+        self._report.failed += 1
+        write = DocumentWrite(
+            doc_id=f"{source.name}:{key}",
+            source=source.name,
+            key=key,
+            uri=source.uri_for(key),
+            status="failed",
+            size=size,
+            mtime_ns=mtime_ns,
+            content_hash=digest,
+            fingerprint=self.pipeline.fingerprint,
+            error=reason,
+        )
+        self._enqueue(write, (), record)
+
+    def _delete(self, record: DocumentRecord) -> None:
+        self._report.deleted += 1
+        write = DocumentWrite(
+            doc_id=record.doc_id,
+            source=record.source,
+            key=record.key,
+            uri=record.uri,
+            status="deleted",
+        )
+        self._enqueue(write, (), record)
+
+    # -- writing --------------------------------------------------------------------------
+
+    def _enqueue(
+        self, write: DocumentWrite, embed_texts: tuple[str, ...], record: DocumentRecord | None
+    ) -> None:
+        had_chunks = record is not None and record.chunk_count > 0
+        unsettled = record is not None and record.status in ("pending", "deleted")
+        old_ids = (
+            frozenset(c.chunk_id for c in self.manifest.chunks_of(record.doc_id))
+            if had_chunks and record is not None
+            else frozenset()
+        )
+        self._queue.append(
+            _Pending(write, embed_texts, bool(write.chunks) or had_chunks or unsettled, old_ids)
+        )
+        self._queued_chunks += len(write.chunks)
+        if self._queued_chunks >= self.batch_chunks or len(self._queue) >= self.batch_documents:
+            self._flush()
+
+    def _flush(self) -> None:
+        batch, self._queue, self._queued_chunks = self._queue, [], 0
+        if not batch:
+            return
+        vectors = self._vectors_for(batch)
+        touching = [p for p in batch if p.touches_stores]
+        if touching:
+            self.manifest.mark_pending(
+                [
+                    (
+                        p.write.doc_id,
+                        p.write.source,
+                        p.write.key,
+                        p.write.uri,
+                        "deleted" if p.write.status == "deleted" else "pending",
+                    )
+                    for p in touching
+                ]
+            )
+            doc_ids = [p.write.doc_id for p in touching]
+            rows = [c for p in touching for c in p.write.chunks]
+            self.stores.vectors(self.embedder.dim).replace_documents(
+                doc_ids, [VectorRow(c.chunk_id, c.doc_id, vectors[c.embed_key]) for c in rows]
+            )
+            self.stores.keywords().replace_documents(
+                doc_ids,
+                [
+                    KeywordRow(c.chunk_id, c.doc_id, text)
+                    for p in touching
+                    for c, text in zip(p.write.chunks, p.embed_texts, strict=True)
+                ],
+            )
+        self.manifest.commit([p.write for p in batch])
+        for p in batch:
+            new_ids = {c.chunk_id for c in p.write.chunks}
+            self._report.chunks_deleted += len(p.old_chunk_ids - new_ids)
+
+    def _vectors_for(self, batch: list[_Pending]) -> dict[str, np.ndarray]:
+        texts: dict[str, str] = {}
+        total = 0
+        for p in batch:
+            for c, text in zip(p.write.chunks, p.embed_texts, strict=True):
+                texts.setdefault(c.embed_key, text)
+                total += 1
+        if not texts:
+            return {}
+        vectors: dict[str, np.ndarray] = dict(self.manifest.cached_vectors(texts.keys()))
+        missing = [k for k in texts if k not in vectors]
+        if missing:
+            fresh = self.embedder.embed([texts[k] for k in missing])
+            _check_vectors(fresh, len(missing), self.embedder.dim)
+            new = {k: fresh[i] for i, k in enumerate(missing)}
+            self.manifest.store_vectors(new)
+            vectors.update(new)
+        self._report.embedded += len(missing)
+        self._report.reused += total - len(missing)
+        return vectors
+
+
+def _check_vectors(matrix: np.ndarray, rows: int, dim: int) -> None:
+    """A model that returns the wrong shape or NaNs must not poison the index."""
+    if matrix.shape != (rows, dim) or not np.isfinite(matrix).all():
+        raise RagdError(
+            f"the embedding model returned unusable vectors (shape {matrix.shape}, "
+            f"expected ({rows}, {dim}), or non-finite values)"
+        )

@@ -1,0 +1,422 @@
+"""The manifest: SQLite state that is the source of truth for what is indexed.
+
+Owns the schema of `state.db` and every read and write of it: documents (identity, the
+stat and hash of what was indexed, the pipeline fingerprint, status), chunks (ids, heading
+paths, texts) and the embedding cache that lets unchanged chunk texts skip the model.
+LanceDB and Tantivy are derived from what this file lists; when they disagree, this wins.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from ragd.errors import StoreError
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS documents (
+    doc_id TEXT PRIMARY KEY,
+    source TEXT NOT NULL,
+    key TEXT NOT NULL,
+    uri TEXT NOT NULL,
+    title TEXT NOT NULL DEFAULT '',
+    size INTEGER,
+    mtime_ns INTEGER,
+    content_hash TEXT,
+    fingerprint TEXT,
+    status TEXT NOT NULL CHECK (status IN ('indexed', 'pending', 'failed', 'deleted')),
+    error TEXT,
+    first_seen_at TEXT NOT NULL,
+    indexed_at TEXT,
+    checked_at TEXT
+);
+CREATE INDEX IF NOT EXISTS documents_by_source ON documents (source, key);
+CREATE TABLE IF NOT EXISTS chunks (
+    chunk_id TEXT PRIMARY KEY,
+    doc_id TEXT NOT NULL,
+    ordinal INTEGER NOT NULL,
+    heading_path TEXT NOT NULL,
+    text TEXT NOT NULL,
+    embed_key TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_by_doc ON chunks (doc_id, ordinal);
+CREATE INDEX IF NOT EXISTS chunks_by_embed_key ON chunks (embed_key);
+CREATE TABLE IF NOT EXISTS vectors (embed_key TEXT PRIMARY KEY, vector BLOB NOT NULL);
+"""
+
+Vector = npt.NDArray[np.float32]
+
+
+def utc_now() -> str:
+    """The current time as the ISO 8601 UTC text stored in the manifest."""
+    return format_time(datetime.now(UTC))
+
+
+def format_time(moment: datetime) -> str:
+    """ISO 8601 UTC with microseconds and a Z, so stored times sort as text."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_time(text: str) -> datetime:
+    """Parse a time written by format_time."""
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentRecord:
+    """One document row."""
+
+    doc_id: str
+    source: str
+    key: str
+    uri: str
+    title: str
+    size: int | None
+    mtime_ns: int | None
+    content_hash: str | None
+    fingerprint: str | None
+    status: str
+    error: str | None
+    first_seen_at: str
+    indexed_at: str | None
+    checked_at: str | None
+    chunk_count: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkRecord:
+    """One chunk row: what the stores index, and what a query returns."""
+
+    chunk_id: str
+    doc_id: str
+    ordinal: int
+    heading_path: tuple[str, ...]
+    text: str
+    embed_key: str
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentWrite:
+    """The outcome of processing one document, committed by `Manifest.commit`.
+
+    status is `indexed` (with chunks, possibly none), `failed` (with error; no chunks)
+    or `deleted` (the row goes away).
+    """
+
+    doc_id: str
+    source: str
+    key: str
+    uri: str
+    status: str
+    title: str = ""
+    size: int | None = None
+    mtime_ns: int | None = None
+    content_hash: str | None = None
+    fingerprint: str | None = None
+    error: str | None = None
+    chunks: tuple[ChunkRecord, ...] = ()
+
+
+_DOC_COLUMNS = (
+    "doc_id, source, key, uri, title, size, mtime_ns, content_hash, fingerprint, status, "
+    "error, first_seen_at, indexed_at, checked_at"
+)
+
+
+class Manifest:
+    """A connection to state.db; one writer process, any number of read-only readers."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path, *, writable: bool) -> None:
+        self._conn = conn
+        self.path = path
+        self.writable = writable
+
+    @classmethod
+    def open(cls, path: Path) -> Manifest:
+        """Open (creating if needed) for writing: WAL, synchronous=FULL."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            # NORMAL may lose a committed transaction on power loss; the manifest is truth.
+            conn.execute("PRAGMA synchronous=FULL")
+            conn.execute("PRAGMA busy_timeout=10000")
+            conn.executescript(_SCHEMA)
+            conn.execute(
+                "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
+                (str(SCHEMA_VERSION),),
+            )
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open the manifest {path}: {exc}") from exc
+        return cls(conn, path, writable=True)
+
+    @classmethod
+    def open_readonly(cls, path: Path) -> Manifest:
+        """Open for reading only; StoreError when no index exists yet."""
+        if not path.exists():
+            raise StoreError(
+                f"no index at {path.parent}",
+                hint="run 'ragd index' first, or check daemon.data_dir",
+            )
+        try:
+            conn = sqlite3.connect(
+                f"{path.as_uri()}?mode=ro", uri=True, isolation_level=None, check_same_thread=False
+            )
+            conn.execute("PRAGMA busy_timeout=10000")
+            conn.execute("SELECT 1 FROM documents LIMIT 1")
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read the manifest {path}: {exc}") from exc
+        return cls(conn, path, writable=False)
+
+    def close(self) -> None:
+        """Close the connection."""
+        self._conn.close()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._conn
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
+
+    # -- meta -----------------------------------------------------------------------------
+
+    def get_meta(self, key: str) -> str | None:
+        """A value from the meta table."""
+        row = self._conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Set a value in the meta table."""
+        self._conn.execute(
+            "INSERT INTO meta (key, value) VALUES (?, ?) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
+
+    # -- documents ------------------------------------------------------------------------
+
+    def documents(self, source: str | None = None) -> list[DocumentRecord]:
+        """Every document row (of one source, if given), with its chunk count."""
+        sql = (
+            f"SELECT {_DOC_COLUMNS}, (SELECT COUNT(*) FROM chunks c WHERE c.doc_id = d.doc_id) "
+            "FROM documents d"
+        )
+        args: tuple[str, ...] = ()
+        if source is not None:
+            sql += " WHERE source = ?"
+            args = (source,)
+        return [DocumentRecord(*row) for row in self._conn.execute(sql + " ORDER BY doc_id", args)]
+
+    def document(self, doc_id: str) -> DocumentRecord | None:
+        """One document row, or None."""
+        row = self._conn.execute(
+            f"SELECT {_DOC_COLUMNS}, (SELECT COUNT(*) FROM chunks c WHERE c.doc_id = d.doc_id) "
+            "FROM documents d WHERE doc_id = ?",
+            (doc_id,),
+        ).fetchone()
+        return None if row is None else DocumentRecord(*row)
+
+    def sources(self) -> list[str]:
+        """Names of every source with documents in the manifest."""
+        return [r[0] for r in self._conn.execute("SELECT DISTINCT source FROM documents")]
+
+    def mark_pending(self, docs: Iterable[tuple[str, str, str, str, str]]) -> None:
+        """Record intent before the stores are written: (doc_id, source, key, uri, status).
+
+        status is `pending` for a document about to be (re)written, `deleted` for one
+        about to leave the stores.
+
+        Also marks the writer unclean, so a crash before `commit` triggers reconciliation.
+        """
+        now = utc_now()
+        with self._transaction() as conn:
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('writer_clean', '0') "
+                "ON CONFLICT (key) DO UPDATE SET value = '0'"
+            )
+            conn.executemany(
+                "INSERT INTO documents (doc_id, source, key, uri, status, first_seen_at) "
+                "VALUES (?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (doc_id) DO UPDATE SET status = excluded.status",
+                [(d, s, k, u, status, now) for d, s, k, u, status in docs],
+            )
+
+    def commit(self, writes: Sequence[DocumentWrite]) -> None:
+        """Make the stores' new state official: replace chunk rows and settle each document."""
+        now = utc_now()
+        with self._transaction() as conn:
+            for w in writes:
+                conn.execute("DELETE FROM chunks WHERE doc_id = ?", (w.doc_id,))
+                if w.status == "deleted":
+                    conn.execute("DELETE FROM documents WHERE doc_id = ?", (w.doc_id,))
+                    continue
+                conn.execute(
+                    "INSERT INTO documents (doc_id, source, key, uri, status, first_seen_at) "
+                    "VALUES (?, ?, ?, ?, 'pending', ?) ON CONFLICT (doc_id) DO NOTHING",
+                    (w.doc_id, w.source, w.key, w.uri, now),
+                )
+                conn.execute(
+                    "UPDATE documents SET uri = ?, title = ?, size = ?, mtime_ns = ?, "
+                    "content_hash = ?, fingerprint = ?, status = ?, error = ?, "
+                    "indexed_at = CASE WHEN ? = 'indexed' THEN ? ELSE indexed_at END, "
+                    "checked_at = ? WHERE doc_id = ?",
+                    (
+                        w.uri,
+                        w.title,
+                        w.size,
+                        w.mtime_ns,
+                        w.content_hash,
+                        w.fingerprint,
+                        w.status,
+                        w.error,
+                        w.status,
+                        now,
+                        now,
+                        w.doc_id,
+                    ),
+                )
+                conn.executemany(
+                    "INSERT INTO chunks (chunk_id, doc_id, ordinal, heading_path, text, embed_key) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    [
+                        (
+                            c.chunk_id,
+                            c.doc_id,
+                            c.ordinal,
+                            json.dumps(list(c.heading_path)),
+                            c.text,
+                            c.embed_key,
+                        )
+                        for c in w.chunks
+                    ],
+                )
+
+    def confirm_unchanged(self, updates: Sequence[tuple[str, int, int]]) -> None:
+        """Record that documents were checked and found unchanged: (doc_id, size, mtime_ns)."""
+        if not updates:
+            return
+        now = utc_now()
+        with self._transaction() as conn:
+            conn.executemany(
+                "UPDATE documents SET size = ?, mtime_ns = ?, checked_at = ? WHERE doc_id = ?",
+                [(size, mtime, now, doc_id) for doc_id, size, mtime in updates],
+            )
+
+    def mark_clean(self) -> None:
+        """Record that the last writer finished with the stores in agreement."""
+        self.set_meta("writer_clean", "1")
+
+    def is_clean(self) -> bool:
+        """False when a writer may have stopped between writing a store and committing here."""
+        return self.get_meta("writer_clean") != "0"
+
+    def mark_for_redo(self, doc_ids: Collection[str]) -> None:
+        """Send indexed documents back to pending, e.g. when a store lost their chunks."""
+        with self._transaction() as conn:
+            conn.executemany(
+                "UPDATE documents SET status = 'pending' WHERE doc_id = ? AND status = 'indexed'",
+                [(d,) for d in doc_ids],
+            )
+
+    # -- chunks ---------------------------------------------------------------------------
+
+    def chunk_ids(self) -> set[str]:
+        """Every chunk id the manifest lists."""
+        return {r[0] for r in self._conn.execute("SELECT chunk_id FROM chunks")}
+
+    def doc_ids_of_chunks(self, chunk_ids: Collection[str]) -> set[str]:
+        """The documents owning some chunks."""
+        found: set[str] = set()
+        for batch in _batches(list(chunk_ids), 500):
+            marks = ",".join("?" * len(batch))
+            found.update(
+                r[0]
+                for r in self._conn.execute(
+                    f"SELECT DISTINCT doc_id FROM chunks WHERE chunk_id IN ({marks})", batch
+                )
+            )
+        return found
+
+    def chunks(self, chunk_ids: Collection[str]) -> dict[str, ChunkRecord]:
+        """Chunk rows by id; ids the manifest does not list are absent from the answer."""
+        found: dict[str, ChunkRecord] = {}
+        for batch in _batches(list(chunk_ids), 500):
+            marks = ",".join("?" * len(batch))
+            for row in self._conn.execute(
+                "SELECT chunk_id, doc_id, ordinal, heading_path, text, embed_key FROM chunks "
+                f"WHERE chunk_id IN ({marks})",
+                batch,
+            ):
+                found[row[0]] = _chunk(row)
+        return found
+
+    def chunks_of(self, doc_id: str) -> list[ChunkRecord]:
+        """A document's chunks in order."""
+        rows = self._conn.execute(
+            "SELECT chunk_id, doc_id, ordinal, heading_path, text, embed_key FROM chunks "
+            "WHERE doc_id = ? ORDER BY ordinal",
+            (doc_id,),
+        )
+        return [_chunk(r) for r in rows]
+
+    def chunk_count(self) -> int:
+        """How many chunks the manifest lists."""
+        return int(self._conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])
+
+    # -- embedding cache ------------------------------------------------------------------
+
+    def cached_vectors(self, embed_keys: Collection[str]) -> dict[str, Vector]:
+        """Stored vectors for the given embedding keys (those not stored are absent)."""
+        found: dict[str, Vector] = {}
+        for batch in _batches(list(embed_keys), 500):
+            marks = ",".join("?" * len(batch))
+            for key, blob in self._conn.execute(
+                f"SELECT embed_key, vector FROM vectors WHERE embed_key IN ({marks})", batch
+            ):
+                found[key] = np.frombuffer(blob, dtype=np.float32)
+        return found
+
+    def store_vectors(self, vectors: dict[str, Vector]) -> None:
+        """Add vectors to the cache (idempotent)."""
+        if not vectors:
+            return
+        with self._transaction() as conn:
+            conn.executemany(
+                "INSERT OR IGNORE INTO vectors (embed_key, vector) VALUES (?, ?)",
+                [
+                    (k, np.ascontiguousarray(v, dtype=np.float32).tobytes())
+                    for k, v in vectors.items()
+                ],
+            )
+
+    def prune_vectors(self) -> int:
+        """Drop cached vectors no chunk uses any more; returns how many went."""
+        with self._transaction() as conn:
+            cur = conn.execute(
+                "DELETE FROM vectors WHERE embed_key NOT IN (SELECT embed_key FROM chunks)"
+            )
+            return cur.rowcount
+
+
+def _chunk(row: tuple[str, str, int, str, str, str]) -> ChunkRecord:
+    return ChunkRecord(row[0], row[1], row[2], tuple(json.loads(row[3])), row[4], row[5])
+
+
+def _batches(items: list[str], size: int) -> Iterator[list[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]

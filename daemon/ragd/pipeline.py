@@ -1,0 +1,65 @@
+"""The document pipeline: bytes in, chunks with stable ids out, under one fingerprint.
+
+Owns the pipeline fingerprint (model identity + parser and chunker versions and
+settings) and the identities derived from content: content hashes, chunk ids and
+embedding keys. A document indexed under another fingerprint is re-processed; a chunk
+whose embedding key is already stored is not sent to the model again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+
+from ragd.chunking import CHUNKER_VERSION, Chunk, ChunkSettings, chunk_document
+from ragd.parsers import PARSER_VERSION, parse_document
+
+
+def content_hash(data: bytes) -> str:
+    """The hash of a document's bytes, as read."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def chunk_id(doc_id: str, ordinal: int, text: str) -> str:
+    """A deterministic chunk id, so replaying a write is an idempotent upsert."""
+    text_hash = hashlib.sha256(text.encode()).hexdigest()
+    return hashlib.sha256(f"{doc_id}\0{ordinal}\0{text_hash}".encode()).hexdigest()[:32]
+
+
+def embed_key(model_identity: str, embed_text: str) -> str:
+    """The cache key of an embedding: a vector depends only on the model and the text."""
+    return hashlib.sha256(f"{model_identity}\0{embed_text}".encode()).hexdigest()[:32]
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessedDocument:
+    """A parsed and chunked document, before embedding."""
+
+    title: str
+    chunks: tuple[Chunk, ...]
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """Parsing and chunking settings plus the model identity they are paired with."""
+
+    chunking: ChunkSettings
+    model_identity: str
+
+    @property
+    def fingerprint(self) -> str:
+        """Changes whenever re-processing could produce different chunks or vectors."""
+        recipe = {
+            "model": self.model_identity,
+            "parser": PARSER_VERSION,
+            "chunker": CHUNKER_VERSION,
+            "max_chars": self.chunking.max_chars,
+            "overlap": self.chunking.overlap,
+        }
+        return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
+
+    def process(self, data: bytes, filename: str) -> ProcessedDocument:
+        """Parse and chunk; raises parsers.UnsupportedDocument with a reason."""
+        parsed = parse_document(data, filename)
+        return ProcessedDocument(parsed.title, tuple(chunk_document(parsed, self.chunking)))

@@ -1,0 +1,199 @@
+"""The read path: hybrid retrieval over the stores, with staleness on every hit.
+
+Owns query validation (length cap, control characters), the retrieval modes (bm25,
+vector, hybrid = both fused with RRF), the join of hits with the manifest (only chunks
+the manifest lists are served, so orphans and half-written documents never surface)
+and the query result contract of DESIGN.md.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Literal
+
+from ragd.embedding import Embedder
+from ragd.errors import QueryRefused
+from ragd.fusion import reciprocal_rank_fusion
+from ragd.keywords import KeywordStore
+from ragd.manifest import ChunkRecord, DocumentRecord, Manifest
+from ragd.staleness import SourcePolicy, stale_reasons
+from ragd.vectors import VectorStore
+
+Mode = Literal["hybrid", "bm25", "vector"]
+MODES: tuple[Mode, ...] = ("hybrid", "bm25", "vector")
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """How wide to retrieve and how much to keep."""
+
+    k: int = 10
+    candidates: int = 50
+    rrf_k: int = 60
+    max_query_chars: int = 2000
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One result, shaped as the query contract's result object."""
+
+    rank: int
+    chunk: ChunkRecord
+    document: DocumentRecord
+    score: float
+    bm25_rank: int | None
+    vector_rank: int | None
+    stale_reasons: tuple[str, ...]
+
+    def to_json(self) -> dict[str, object]:
+        """The result object of DESIGN.md's query contract."""
+        doc = self.document
+        return {
+            "rank": self.rank,
+            "chunk_id": self.chunk.chunk_id,
+            "doc_id": doc.doc_id,
+            "source": doc.source,
+            "path": doc.key,
+            "uri": doc.uri,
+            "title": doc.title,
+            "heading_path": list(self.chunk.heading_path),
+            "text": self.chunk.text,
+            "score": self.score,
+            "bm25_rank": self.bm25_rank,
+            "vector_rank": self.vector_rank,
+            "indexed_at": doc.indexed_at,
+            "stale": bool(self.stale_reasons),
+            "stale_reasons": list(self.stale_reasons),
+        }
+
+
+@dataclass
+class SearchResponse:
+    """A query's answer."""
+
+    query: str
+    mode: Mode
+    hits: list[Hit] = field(default_factory=list)
+    abstained: bool = False
+    excluded_stale: int | None = None
+
+    def to_json(self) -> dict[str, object]:
+        """The JSON object of the query contract (CLI --json and HTTP)."""
+        body: dict[str, object] = {
+            "query": self.query,
+            "mode": self.mode,
+            "abstained": self.abstained,
+            "results": [h.to_json() for h in self.hits],
+        }
+        if self.excluded_stale is not None:
+            body["excluded_stale"] = self.excluded_stale
+        return body
+
+
+def clean_query(text: str, max_chars: int) -> str:
+    """Refuse over-long or empty queries; drop control characters; collapse whitespace."""
+    if len(text) > max_chars:
+        raise QueryRefused(
+            f"query is {len(text)} characters; the limit is {max_chars}",
+            hint="shorten it, or raise search.max_query_chars",
+        )
+    cleaned = " ".join(_CONTROL.sub(" ", text).split())
+    if not cleaned:
+        raise QueryRefused("query is empty")
+    return cleaned
+
+
+class Searcher:
+    """Answers queries from read-only store handles."""
+
+    def __init__(
+        self,
+        manifest: Manifest,
+        vectors: VectorStore,
+        keywords: KeywordStore,
+        embedder: Embedder,
+        *,
+        fingerprint: str,
+        policies: Mapping[str, SourcePolicy],
+        settings: SearchSettings | None = None,
+    ) -> None:
+        self.manifest = manifest
+        self.vectors = vectors
+        self.keywords = keywords
+        self.embedder = embedder
+        self.fingerprint = fingerprint
+        self.policies = dict(policies)
+        self.settings = settings or SearchSettings()
+
+    def search(
+        self, text: str, *, k: int | None = None, mode: Mode = "hybrid", exclude_stale: bool = False
+    ) -> SearchResponse:
+        """Retrieve `candidates` per retriever, fuse, join with the manifest, flag stale hits."""
+        if mode not in MODES:
+            raise QueryRefused(f"unknown mode '{mode}'", hint="use hybrid, bm25 or vector")
+        limit = self.settings.k if k is None else k
+        if not 1 <= limit <= 1000:
+            raise QueryRefused(f"k must be between 1 and 1000, got {limit}")
+        query = clean_query(text, self.settings.max_query_chars)
+        rankings, scores = self._retrieve(query, mode)
+        fused = reciprocal_rank_fusion(rankings, k=self.settings.rrf_k)
+        response = SearchResponse(query=query, mode=mode)
+        excluded = 0
+        now = datetime.now(UTC)
+        rows = self.manifest.chunks([f.item for f in fused])
+        documents: dict[str, DocumentRecord | None] = {}
+        for f in fused:
+            chunk = rows.get(f.item)
+            if chunk is None:
+                continue  # not (or no longer) committed in the manifest: never served
+            if chunk.doc_id not in documents:
+                documents[chunk.doc_id] = self.manifest.document(chunk.doc_id)
+            doc = documents[chunk.doc_id]
+            if doc is None:
+                continue
+            reasons = stale_reasons(
+                doc, policy=self.policies.get(doc.source), fingerprint=self.fingerprint, now=now
+            )
+            if reasons and exclude_stale:
+                excluded += 1
+                continue
+            score = f.score if mode == "hybrid" else scores[f.item]
+            response.hits.append(
+                Hit(
+                    rank=len(response.hits) + 1,
+                    chunk=chunk,
+                    document=doc,
+                    score=round(score, 6),
+                    bm25_rank=f.ranks.get("bm25"),
+                    vector_rank=f.ranks.get("vector"),
+                    stale_reasons=tuple(reasons),
+                )
+            )
+            if len(response.hits) == limit:
+                break
+        if exclude_stale:
+            response.excluded_stale = excluded
+        # Until a calibrated abstention rule exists, abstain only when nothing was found.
+        response.abstained = not response.hits
+        return response
+
+    def _retrieve(self, query: str, mode: Mode) -> tuple[dict[str, list[str]], dict[str, float]]:
+        rankings: dict[str, list[str]] = {}
+        scores: dict[str, float] = {}
+        n = self.settings.candidates
+        if mode in ("hybrid", "bm25"):
+            found = self.keywords.search(query, n)
+            rankings["bm25"] = [cid for cid, _ in found]
+            scores.update(found)
+        if mode in ("hybrid", "vector"):
+            vector = self.embedder.embed([query])[0]
+            found = self.vectors.search(vector, n)
+            rankings["vector"] = [cid for cid, _ in found]
+            if mode == "vector":
+                scores.update(found)
+        return rankings, scores

@@ -1,0 +1,179 @@
+"""The status report: what is indexed, what failed, what is stale, whether stores agree.
+
+Owns the shape of `ragd status --json` / `GET /v1/status` and the one-line verdict of
+`ragd status --check`. Reads only: it works beside a running writer.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from ragd.keywords import KeywordStore
+from ragd.manifest import DocumentRecord, Manifest, format_time
+from ragd.staleness import SourcePolicy, stale_reasons
+from ragd.stores import Agreement, compare_stores
+from ragd.vectors import VectorStore
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    """A configured source as the report names it."""
+
+    name: str
+    type: str
+    location: str
+    policy: SourcePolicy
+
+
+@dataclass(frozen=True)
+class SourceStatus:
+    """One source's line of the report."""
+
+    name: str
+    info: SourceInfo | None
+    documents: int
+    indexed: int
+    pending: int
+    chunks: int
+    stale: int
+    stale_by_reason: dict[str, int]
+    last_indexed_at: str | None
+    oldest_indexed_at: str | None
+    failed_documents: list[tuple[str, str]]
+    empty_documents: list[str]
+
+    def to_json(self) -> dict[str, object]:
+        """The source object of the status contract."""
+        return {
+            "name": self.name,
+            "type": self.info.type if self.info else None,
+            "location": self.info.location if self.info else None,
+            "configured": self.info is not None,
+            "documents": self.documents,
+            "indexed": self.indexed,
+            "pending": self.pending,
+            "chunks": self.chunks,
+            "failed": len(self.failed_documents),
+            "stale": self.stale,
+            "stale_by_reason": self.stale_by_reason,
+            "empty": len(self.empty_documents),
+            "last_indexed_at": self.last_indexed_at,
+            "oldest_indexed_at": self.oldest_indexed_at,
+            "failed_documents": [{"path": p, "error": e} for p, e in self.failed_documents],
+            "empty_documents": self.empty_documents,
+        }
+
+
+@dataclass(frozen=True)
+class StatusReport:
+    """The whole report."""
+
+    generated_at: str
+    fingerprint: str
+    agreement: Agreement
+    sources: list[SourceStatus]
+
+    @property
+    def documents(self) -> int:
+        return sum(s.documents for s in self.sources)
+
+    @property
+    def stale(self) -> int:
+        return sum(s.stale for s in self.sources)
+
+    @property
+    def failed(self) -> int:
+        return sum(len(s.failed_documents) for s in self.sources)
+
+    def to_json(self) -> dict[str, object]:
+        """The object of `ragd status --json` and `GET /v1/status`."""
+        return {
+            "generated_at": self.generated_at,
+            "fingerprint": self.fingerprint,
+            "stores_agree": self.agreement.agree,
+            "stores": self.agreement.to_json(),
+            "documents": self.documents,
+            "stale": self.stale,
+            "failed": self.failed,
+            "sources": [s.to_json() for s in self.sources],
+        }
+
+    def verdict(self) -> tuple[int, str]:
+        """Exit code and one-line summary for monitors (Nagios style)."""
+        agree = self.agreement.agree
+        summary = (
+            f"{self.documents} documents, {self.stale} stale, {self.failed} failed, "
+            f"stores {'agree' if agree else 'DISAGREE'}"
+        )
+        if self.stale or self.failed or not agree:
+            return 1, f"RAGD CRITICAL - {summary}"
+        return 0, f"RAGD OK - {summary}"
+
+
+def build_status(
+    manifest: Manifest,
+    vectors: VectorStore,
+    keywords: KeywordStore,
+    *,
+    sources: Sequence[SourceInfo],
+    fingerprint: str,
+) -> StatusReport:
+    """Build the report from read-only store handles."""
+    now = datetime.now(UTC)
+    by_source: dict[str, list[DocumentRecord]] = {}
+    for doc in manifest.documents():
+        by_source.setdefault(doc.source, []).append(doc)
+    configured: Mapping[str, SourceInfo] = {s.name: s for s in sources}
+    names = [s.name for s in sources] + sorted(set(by_source) - set(configured))
+    return StatusReport(
+        generated_at=format_time(now),
+        fingerprint=fingerprint,
+        agreement=compare_stores(manifest, vectors, keywords),
+        sources=[
+            _source_status(name, configured.get(name), by_source.get(name, []), fingerprint, now)
+            for name in names
+        ],
+    )
+
+
+def _source_status(
+    name: str,
+    info: SourceInfo | None,
+    docs: list[DocumentRecord],
+    fingerprint: str,
+    now: datetime,
+) -> SourceStatus:
+    live = [d for d in docs if d.status != "deleted"]
+    reasons: Counter[str] = Counter()
+    stale = 0
+    for doc in live:
+        if doc.status == "failed":
+            continue
+        found = stale_reasons(
+            doc,
+            policy=info.policy if info else None,
+            fingerprint=fingerprint,
+            now=now,
+            verify_content=False,
+        )
+        reasons.update(found)
+        stale += bool(found)
+    indexed_times = sorted(d.indexed_at for d in live if d.indexed_at)
+    indexed = [d for d in live if d.status == "indexed"]
+    return SourceStatus(
+        name=name,
+        info=info,
+        documents=len(live),
+        indexed=len(indexed),
+        pending=sum(1 for d in live if d.status == "pending"),
+        chunks=sum(d.chunk_count for d in live),
+        stale=stale,
+        stale_by_reason=dict(sorted(reasons.items())),
+        last_indexed_at=indexed_times[-1] if indexed_times else None,
+        oldest_indexed_at=indexed_times[0] if indexed_times else None,
+        failed_documents=[(d.key, d.error or "") for d in live if d.status == "failed"],
+        empty_documents=[d.key for d in indexed if d.chunk_count == 0],
+    )

@@ -1,0 +1,320 @@
+"""The vector store: one LanceDB table of chunk vectors, derived from the manifest.
+
+Owns `data_dir/lancedb/` and its table `chunks` (chunk_id, doc_id, vector). Holds only what a
+vector search needs; chunk texts and metadata live in the manifest, which is the source of truth,
+so everything here can be rebuilt. One writer process at a time (the data-dir lock ensures it);
+readers in other processes open read-only and call `refresh()` to see newer commits.
+
+Imports only `ragd.errors`. `lancedb` costs ~2 s to import, so it is imported inside `open` and
+`open_readonly`: CLI paths that never touch vectors don't pay for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+import numpy as np
+import numpy.typing as npt
+
+from ragd.errors import StoreError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from lancedb.db import DBConnection
+    from lancedb.query import LanceVectorQueryBuilder
+    from lancedb.table import Table
+
+TABLE_NAME = "chunks"
+# Ids per `IN (...)` list in a delete. LanceDB parses the filter as SQL; a few hundred literals
+# keep each statement small (500 ids delete in ~25 ms at 100k rows).
+IN_BATCH = 500
+# LanceDB surfaces I/O, commit-conflict and predicate failures as these types.
+_LANCE_ERRORS = (OSError, RuntimeError, ValueError)
+
+
+@dataclass(frozen=True, slots=True)
+class VectorRow:
+    """One chunk's vector, keyed by its deterministic chunk id."""
+
+    chunk_id: str
+    doc_id: str
+    vector: npt.NDArray[np.float32]
+
+
+def sql_string(value: str) -> str:
+    """Quote `value` as a SQL string literal for a LanceDB filter (a `'` is doubled)."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+def sql_in(column: str, values: Iterable[str]) -> str:
+    """A `column IN ('a', 'b', ...)` filter with every value quoted by `sql_string`."""
+    return f"{column} IN ({', '.join(sql_string(v) for v in values)})"
+
+
+@contextmanager
+def _lance_errors(action: str, directory: Path) -> Iterator[None]:
+    """Turn LanceDB's failures into one StoreError naming the action and the directory."""
+    try:
+        yield
+    except _LANCE_ERRORS as exc:
+        raise StoreError(f"cannot {action} the LanceDB store at {directory}: {exc}") from exc
+
+
+def _schema(dim: int) -> pa.Schema:
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            pa.field("chunk_id", pa.string(), nullable=False),
+            pa.field("doc_id", pa.string(), nullable=False),
+            pa.field("vector", pa.list_(pa.float32(), dim)),
+        ]
+    )
+
+
+def _has_table(db: DBConnection) -> bool:
+    # Asked by name rather than by catching open_table's ValueError, which would also hide a
+    # damaged table behind "empty".
+    return TABLE_NAME in db.list_tables().tables
+
+
+def _table_dim(table: Table, directory: Path) -> int:
+    """The vector dimension of an existing table; StoreError if it is not our schema."""
+    import pyarrow as pa
+
+    schema = table.schema
+    names = set(schema.names)
+    if not {"chunk_id", "doc_id", "vector"} <= names:
+        raise StoreError(
+            f"the LanceDB table {TABLE_NAME!r} in {directory} has unexpected columns "
+            f"{sorted(names)}",
+            hint=f"delete {directory} and re-index",
+        )
+    vector_type = schema.field("vector").type
+    if not (
+        isinstance(vector_type, pa.FixedSizeListType) and vector_type.value_type == pa.float32()
+    ):
+        raise StoreError(
+            f"the LanceDB column 'vector' in {directory} has type {vector_type}, "
+            "expected fixed_size_list<float32>",
+            hint=f"delete {directory} and re-index",
+        )
+    return int(vector_type.list_size)
+
+
+class VectorStore:
+    """The LanceDB table of chunk vectors; build with `open` (writer) or `open_readonly`."""
+
+    def __init__(
+        self, directory: Path, table: Table | None, dim: int | None, *, writable: bool
+    ) -> None:
+        self._directory = directory
+        self._table = table
+        self._dim = dim
+        self._writable = writable
+
+    @classmethod
+    def open(cls, directory: Path, dim: int) -> VectorStore:
+        """Open for writing, creating the directory and table if missing.
+
+        Raises StoreError if the table holds vectors of another dimension (the model changed).
+        """
+        if dim <= 0:
+            raise ValueError(f"vector dimension must be positive, got {dim}")
+        import lancedb
+
+        with _lance_errors("open", directory):
+            directory.mkdir(parents=True, exist_ok=True)
+            db = lancedb.connect(directory)
+            if _has_table(db):
+                table = db.open_table(TABLE_NAME)
+            else:
+                table = db.create_table(TABLE_NAME, schema=_schema(dim))
+        existing = _table_dim(table, directory)
+        if existing != dim:
+            raise StoreError(
+                f"the LanceDB store at {directory} holds {existing}-dimensional vectors but the "
+                f"embedding model gives {dim}",
+                hint=f"the model changed: delete {directory} and re-index everything",
+            )
+        return cls(directory, table, dim, writable=True)
+
+    @classmethod
+    def open_readonly(cls, directory: Path) -> VectorStore:
+        """Open for reading; creates nothing. A missing directory or table reads as empty."""
+        store = cls(directory, None, None, writable=False)
+        store._try_open_existing()
+        return store
+
+    def _try_open_existing(self) -> None:
+        # lancedb.connect creates a missing directory, so check before connecting.
+        if not self._directory.is_dir():
+            return
+        import lancedb
+
+        with _lance_errors("open", self._directory):
+            db = lancedb.connect(self._directory)
+            if not _has_table(db):
+                return  # no table yet: reads as empty
+            table = db.open_table(TABLE_NAME)
+        self._dim = _table_dim(table, self._directory)
+        self._table = table
+
+    def _writer_table(self) -> Table:
+        if not self._writable or self._table is None:
+            raise StoreError(f"the LanceDB store at {self._directory} was opened read-only")
+        return self._table
+
+    def _rows_to_arrow(self, rows: Sequence[VectorRow]) -> pa.Table:
+        """Validate rows (unique ids, finite vectors of our dim) and build the Arrow batch."""
+        import pyarrow as pa
+
+        dim = self._dim
+        assert dim is not None  # a writable store always knows its dim
+        matrix = np.empty((len(rows), dim), dtype=np.float32)
+        seen: set[str] = set()
+        for i, row in enumerate(rows):
+            if row.chunk_id in seen:
+                # merge_insert's behaviour on duplicate keys is undefined.
+                raise ValueError(f"duplicate chunk_id {row.chunk_id!r} in one write")
+            seen.add(row.chunk_id)
+            # Overflow to inf is expected here and rejected just below, so don't warn.
+            with np.errstate(over="ignore"):
+                vector = np.asarray(row.vector, dtype=np.float32)
+            if vector.shape != (dim,):
+                raise ValueError(
+                    f"chunk {row.chunk_id!r}: vector shape {vector.shape}, expected ({dim},)"
+                )
+            if not np.isfinite(vector).all():
+                raise ValueError(f"chunk {row.chunk_id!r}: vector has NaN or infinite values")
+            matrix[i] = vector
+        return pa.Table.from_arrays(
+            [
+                pa.array([r.chunk_id for r in rows], type=pa.string()),
+                pa.array([r.doc_id for r in rows], type=pa.string()),
+                pa.FixedSizeListArray.from_arrays(pa.array(matrix.ravel()), dim),
+            ],
+            schema=_schema(dim),
+        )
+
+    def replace_documents(self, doc_ids: Collection[str], rows: Sequence[VectorRow]) -> None:
+        """Make `rows` the complete set of chunks of `doc_ids`, in one LanceDB commit.
+
+        Upserts rows by chunk_id and deletes every other row of those documents; with no rows
+        it deletes the documents. Replaying a call leaves the same state. Every row's doc_id
+        must be in `doc_ids`. The filter lists all doc ids in one `IN (...)` whatever their
+        number, so the commit stays atomic (5,000 ids: ~0.4 s at 100k rows); callers should
+        batch in hundreds of documents, not tens of thousands.
+
+        Raises ValueError (before writing) for a bad vector, a duplicate chunk_id or a row of
+        another document; StoreError if LanceDB fails.
+        """
+        table = self._writer_table()
+        docs = list(dict.fromkeys(doc_ids))
+        known = set(docs)
+        for row in rows:
+            if row.doc_id not in known:
+                raise ValueError(
+                    f"chunk {row.chunk_id!r} belongs to {row.doc_id!r}, not in doc_ids"
+                )
+        data = self._rows_to_arrow(rows)
+        if not docs:
+            return  # and so no rows either
+        in_docs = sql_in("doc_id", docs)
+        with _lance_errors("write to", self._directory):
+            if not rows:
+                table.delete(in_docs)
+            else:
+                (
+                    table.merge_insert("chunk_id")
+                    .when_matched_update_all()
+                    .when_not_matched_insert_all()
+                    .when_not_matched_by_source_delete(in_docs)
+                    .execute(data)
+                )
+
+    def delete_chunks(self, chunk_ids: Collection[str]) -> None:
+        """Delete chunks by id, one commit per batch of IN_BATCH ids (each is idempotent)."""
+        table = self._writer_table()
+        ids = list(dict.fromkeys(chunk_ids))
+        with _lance_errors("delete from", self._directory):
+            for start in range(0, len(ids), IN_BATCH):
+                table.delete(sql_in("chunk_id", ids[start : start + IN_BATCH]))
+
+    def chunk_ids(self) -> set[str]:
+        """Every chunk id in the table (one scan of the chunk_id column)."""
+        if self._table is None:
+            return set()
+        with _lance_errors("read", self._directory):
+            result = self._table.search().select(["chunk_id"]).limit(None).to_arrow()
+        return {str(v) for v in result["chunk_id"].to_pylist()}
+
+    def count(self) -> int:
+        """The number of rows."""
+        if self._table is None:
+            return 0
+        with _lance_errors("read", self._directory):
+            return int(self._table.count_rows())
+
+    def search(self, vector: npt.NDArray[np.floating[Any]], limit: int) -> list[tuple[str, float]]:
+        """The `limit` nearest chunks as (chunk_id, cosine similarity), best first.
+
+        Zero vectors have no cosine similarity: LanceDB leaves them out, and a zero query
+        returns []. Raises ValueError for a query of the wrong shape or with NaN/inf.
+        """
+        if self._table is None or limit <= 0:
+            return []
+        query = np.asarray(vector, dtype=np.float32)
+        if query.shape != (self._dim,):
+            raise ValueError(f"query vector shape {query.shape}, expected ({self._dim},)")
+        if not np.isfinite(query).all():
+            raise ValueError("query vector has NaN or infinite values")
+        # Selecting "_distance" explicitly silences a Rust deprecation warning per query; the
+        # metric is explicit because the default is L2 (or the index's metric once indexed).
+        with _lance_errors("search", self._directory):
+            builder = self._table.search(query, query_type="vector")
+            result = (
+                cast("LanceVectorQueryBuilder", builder)
+                .distance_type("cosine")
+                .select(["chunk_id", "_distance"])
+                .limit(limit)
+                .to_arrow()
+            )
+        ids = result["chunk_id"].to_pylist()
+        distances = result["_distance"].to_pylist()
+        return [
+            (str(chunk_id), 1.0 - float(distance))
+            for chunk_id, distance in zip(ids, distances, strict=True)
+            if distance is not None and np.isfinite(distance)
+        ]
+
+    def version_count(self) -> int:
+        """How many table versions are kept on disk (each commit adds one until cleanup)."""
+        if self._table is None:
+            return 0
+        with _lance_errors("read", self._directory):
+            return len(self._table.list_versions())
+
+    def optimize(self, cleanup_older_than: timedelta) -> None:
+        """Compact files, update indexes and drop versions older than `cleanup_older_than`.
+
+        Keep the age at minutes while readers run: a reader still on a removed version can
+        fail. LanceDB warns (UserWarning) when it is zero.
+        """
+        table = self._writer_table()
+        with _lance_errors("optimize", self._directory):
+            table.optimize(cleanup_older_than=cleanup_older_than)
+
+    def refresh(self) -> None:
+        """Move to the latest commit (a handle otherwise stays on the version it opened)."""
+        if self._table is None:
+            if not self._writable:
+                self._try_open_existing()
+            return
+        with _lance_errors("refresh", self._directory):
+            self._table.checkout_latest()  # type: ignore[no-untyped-call]  # untyped upstream

@@ -1,0 +1,100 @@
+"""Shared fixtures: paths to ../shared, a deterministic fake embedder, config writing."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+MODEL_DIR = SHARED / "models" / "minilm-l6-static-256"
+FASTAPI_DOCS = SHARED / "corpora" / "fastapi-docs"
+GOLD = SHARED / "eval" / "fastapi-docs.jsonl"
+
+
+class FakeEmbedder:
+    """A deterministic embedder: each token hashes to a direction; a text is their sum.
+
+    Texts sharing words point the same way, so vector search behaves sensibly in unit
+    tests, and `calls` / `texts` count exactly what was sent to the "model".
+    """
+
+    def __init__(self, dim: int = 32, identity: str = "fake:v1") -> None:
+        self._dim = dim
+        self._identity = identity
+        self.calls = 0
+        self.texts: list[str] = []
+
+    @property
+    def identity(self) -> str:
+        return self._identity
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls += 1
+        self.texts.extend(texts)
+        out = np.zeros((len(texts), self._dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for token in text.lower().split():
+                seed = int.from_bytes(hashlib.sha256(token.encode()).digest()[:4], "little")
+                out[row] += np.random.default_rng(seed).standard_normal(self._dim)
+            norm = np.linalg.norm(out[row])
+            if norm:
+                out[row] /= norm
+        return out
+
+
+@pytest.fixture
+def fake_embedder() -> FakeEmbedder:
+    return FakeEmbedder()
+
+
+@pytest.fixture
+def fastapi_copy(tmp_path: Path) -> Path:
+    """A writable copy of the fastapi-docs corpus."""
+    target = tmp_path / "fastapi-docs"
+    shutil.copytree(FASTAPI_DOCS, target)
+    for path in target.rglob("*"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return target
+
+
+def write_config(
+    directory: Path,
+    source_root: Path,
+    *,
+    model: Path = MODEL_DIR,
+    max_chars: int = 900,
+    include: Sequence[str] = ("**/*.md",),
+    extra: str = "",
+) -> Path:
+    """Write a config.toml for a single folder source and return its path."""
+    includes = ", ".join(f'"{p}"' for p in include)
+    text = f"""
+[daemon]
+data_dir = "{directory / "data"}"
+
+[embedding]
+model = "{model}"
+
+[chunking]
+max_chars = {max_chars}
+
+[[sources]]
+name = "docs"
+type = "folder"
+path = "{source_root}"
+include = [{includes}]
+{extra}
+"""
+    path = directory / "config.toml"
+    path.write_text(text)
+    return path

@@ -1,0 +1,76 @@
+"""Helpers for tests that run the real `ragd` command as a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import FASTAPI_DOCS, write_config
+
+Ragd = Callable[..., subprocess.CompletedProcess[str]]
+
+
+# Root reads any file, so a test about unreadable files drops the capabilities that
+# let it; a non-root user needs nothing dropped.
+_AS_ORDINARY_READER = (
+    [
+        "setpriv",
+        "--bounding-set",
+        "-dac_override,-dac_read_search",
+        "--inh-caps",
+        "-dac_override,-dac_read_search",
+    ]
+    if os.geteuid() == 0
+    else []
+)
+
+
+def run_ragd(
+    config: Path, *args: str, timeout: float = 600, unreadable_as_root: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """Run `python -m ragd --config CONFIG ARGS...` and capture its output."""
+    env = dict(os.environ, HF_HUB_OFFLINE="1")
+    env.pop("RAGD_CONFIG", None)
+    prefix = _AS_ORDINARY_READER if unreadable_as_root else []
+    return subprocess.run(
+        [*prefix, sys.executable, "-m", "ragd", "--config", str(config), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def run_json(config: Path, *args: str) -> Any:
+    """Run a command with --json, assert it exited 0, return the parsed output."""
+    result = run_ragd(config, *args, "--json")
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def copy_corpus(target: Path) -> Path:
+    """A writable copy of fastapi-docs."""
+    shutil.copytree(FASTAPI_DOCS, target)
+    for path in target.rglob("*"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return target
+
+
+@pytest.fixture(scope="module")
+def indexed_fastapi(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fastapi-docs copy indexed once per module with the real model; returns the config."""
+    base = tmp_path_factory.mktemp("indexed")
+    corpus = copy_corpus(base / "fastapi-docs")
+    config = write_config(base, corpus)
+    result = run_ragd(config, "index", "--json")
+    assert result.returncode == 0, result.stderr
+    return config

@@ -1,0 +1,104 @@
+"""Listing and reading folder sources."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+from ragd.errors import DocumentError, SourceError
+from ragd.folders import FolderSource, Listing
+
+
+def _source(root: Path, **kwargs: object) -> FolderSource:
+    include = kwargs.pop("include", ("**/*.md",))
+    return FolderSource("docs", root, include, **kwargs)  # type: ignore[arg-type]
+
+
+def test_listing_selects_by_include_and_exclude_with_posix_keys(tmp_path: Path) -> None:
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "top.md").write_text("x")
+    (tmp_path / "a" / "b" / "deep.md").write_text("x")
+    (tmp_path / "a" / "notes.txt").write_text("x")
+    (tmp_path / "drafts").mkdir()
+    (tmp_path / "drafts" / "wip.md").write_text("x")
+
+    listing = _source(tmp_path, exclude=("drafts/",)).scan()
+
+    assert [f.key for f in listing.files] == ["a/b/deep.md", "top.md"]
+
+
+def test_symlinks_to_files_and_directories_are_not_followed(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("x")
+    (root / "real.md").write_text("x")
+    (root / "link.md").symlink_to(outside / "secret.md")
+    (root / "dir").symlink_to(outside)
+    (root / "loop").symlink_to(root)
+
+    listing = _source(root).scan()
+
+    assert [f.key for f in listing.files] == ["real.md"]
+    assert listing.skipped_symlinks == 3
+
+
+def test_fifos_and_sockets_are_skipped(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe.md")
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(tmp_path / "sock.md"))
+    try:
+        listing = _source(tmp_path).scan()
+    finally:
+        sock.close()
+
+    assert listing.files == []
+    assert listing.skipped_special == 2
+
+
+def test_reading_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe.md")
+
+    with pytest.raises(DocumentError, match="not a regular file"):
+        _source(tmp_path).read("pipe.md")
+
+
+def test_reading_a_symlink_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "target.md").write_text("x")
+    (tmp_path / "link.md").symlink_to(tmp_path / "target.md")
+
+    with pytest.raises(DocumentError):
+        _source(tmp_path).read("link.md")
+
+
+def test_a_file_over_the_size_limit_is_refused_with_its_size(tmp_path: Path) -> None:
+    (tmp_path / "big.md").write_bytes(b"x" * 5000)
+
+    with pytest.raises(DocumentError, match="5000 bytes; the limit is 4096"):
+        _source(tmp_path, max_file_bytes=4096).read("big.md")
+
+
+def test_a_vanished_file_is_a_document_error(tmp_path: Path) -> None:
+    with pytest.raises(DocumentError, match="vanished"):
+        _source(tmp_path).read("gone.md")
+
+
+def test_a_missing_root_is_a_source_error(tmp_path: Path) -> None:
+    with pytest.raises(SourceError, match="cannot open root"):
+        _source(tmp_path / "nope").scan()
+
+
+def test_a_listing_does_not_vouch_for_keys_under_unreadable_directories() -> None:
+    listing = Listing(unreadable_dirs=["locked"])
+
+    assert not listing.covers("locked/a.md")
+    assert listing.covers("lockedout.md")
+    assert listing.covers("open/a.md")
+
+
+def test_uri_is_a_file_url_of_the_path(tmp_path: Path) -> None:
+    assert _source(tmp_path).uri_for("a b/c.md") == (tmp_path / "a b" / "c.md").as_uri()

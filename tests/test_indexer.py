@@ -1,0 +1,230 @@
+"""The write path with real stores on disk and a deterministic fake embedder."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ragd.chunking import ChunkSettings
+from ragd.errors import LockedError
+from ragd.folders import FileContent, FolderSource
+from ragd.indexer import Indexer
+from ragd.pipeline import Pipeline
+from ragd.stores import DataDir, WriterLock, WriterStores, compare_stores
+from tests.conftest import FakeEmbedder
+
+DOC = """# Guide
+
+Intro paragraph about the guide.
+
+## Install
+
+Run the installer and wait for the quokka to finish.
+
+## Configure
+
+Edit the settings file; every key is documented.
+"""
+
+
+class CountingFolder(FolderSource):
+    """A folder source that counts reads, to prove unchanged files are not opened."""
+
+    reads = 0
+
+    def read(self, key: str) -> FileContent:
+        CountingFolder.reads += 1
+        return super().read(key)
+
+
+class Harness:
+    def __init__(self, tmp_path: Path, embedder: FakeEmbedder, max_chars: int = 900) -> None:
+        self.root = tmp_path / "docs"
+        self.root.mkdir(exist_ok=True)
+        self.data = DataDir(tmp_path / "data")
+        self.embedder = embedder
+        self.max_chars = max_chars
+
+    def run(self, *, full: bool = False) -> dict[str, object]:
+        stores = WriterStores(self.data)
+        try:
+            folder = CountingFolder("docs", self.root, ("**/*.md",))
+            pipeline = Pipeline(ChunkSettings(self.max_chars, 120), self.embedder.identity)
+            return Indexer(stores, [folder], pipeline, self.embedder).run(full=full).to_json()
+        finally:
+            stores.close()
+
+    def agree(self) -> bool:
+        stores = WriterStores(self.data)
+        try:
+            return compare_stores(
+                stores.manifest, stores.vectors(self.embedder.dim), stores.keywords()
+            ).agree
+        finally:
+            stores.close()
+
+
+@pytest.fixture
+def harness(tmp_path: Path, fake_embedder: FakeEmbedder) -> Iterator[Harness]:
+    CountingFolder.reads = 0
+    yield Harness(tmp_path, fake_embedder)
+
+
+def _docs(report: dict[str, object]) -> dict[str, int]:
+    return report["documents"]  # type: ignore[return-value]
+
+
+def _chunks(report: dict[str, object]) -> dict[str, int]:
+    return report["chunks"]  # type: ignore[return-value]
+
+
+def test_unchanged_files_are_not_even_read(harness: Harness) -> None:
+    (harness.root / "guide.md").write_text(DOC)
+    harness.run()
+    CountingFolder.reads = 0
+
+    report = harness.run()
+
+    assert CountingFolder.reads == 0
+    assert _docs(report)["unchanged"] == 1
+    assert _chunks(report)["embedded"] == 0
+
+
+def test_a_touched_but_identical_file_is_hashed_and_not_re_embedded(harness: Harness) -> None:
+    path = harness.root / "guide.md"
+    path.write_text(DOC)
+    harness.run()
+    calls = harness.embedder.calls
+    os.utime(path, ns=(1, 1))
+
+    report = harness.run()
+
+    assert _docs(report)["unchanged"] == 1
+    assert harness.embedder.calls == calls
+
+
+def test_editing_one_section_embeds_only_that_sections_chunk(harness: Harness) -> None:
+    path = harness.root / "guide.md"
+    path.write_text(DOC)
+    harness.run()
+    harness.embedder.texts.clear()
+    path.write_text(DOC.replace("every key is documented", "every key has a default"))
+
+    report = harness.run()
+
+    assert _docs(report)["changed"] == 1
+    assert _chunks(report)["embedded"] == 1
+    assert _chunks(report)["reused"] == 2
+    assert _chunks(report)["deleted"] == 1
+    assert len(harness.embedder.texts) == 1 and "default" in harness.embedder.texts[0]
+
+
+def test_identical_chunks_in_two_documents_are_embedded_once(harness: Harness) -> None:
+    (harness.root / "a.md").write_text("# Same\n\nShared boilerplate text.\n")
+    (harness.root / "b.md").write_text("# Same\n\nShared boilerplate text.\n")
+
+    report = harness.run()
+
+    assert _docs(report)["added"] == 2
+    assert _chunks(report)["embedded"] == 1
+    assert harness.agree()
+
+
+def test_a_rename_re_uses_every_embedding(harness: Harness) -> None:
+    (harness.root / "guide.md").write_text(DOC)
+    harness.run()
+    (harness.root / "guide.md").rename(harness.root / "handbook.md")
+
+    report = harness.run()
+
+    assert _docs(report)["added"] == 1 and _docs(report)["deleted"] == 1
+    assert _chunks(report)["embedded"] == 0
+    assert harness.agree()
+
+
+def test_a_fingerprint_change_re_processes_every_document(tmp_path: Path) -> None:
+    first = Harness(tmp_path, FakeEmbedder())
+    (first.root / "guide.md").write_text(DOC)
+    first.run()
+
+    report = Harness(tmp_path, FakeEmbedder(identity="fake:v2")).run()
+
+    assert _docs(report)["changed"] == 1
+    assert _chunks(report)["embedded"] == 3
+
+
+def test_a_failed_file_is_not_retried_until_it_changes(harness: Harness) -> None:
+    path = harness.root / "blob.md"
+    path.write_bytes(b"\x00\x01binary")
+    first = harness.run()
+    CountingFolder.reads = 0
+
+    second = harness.run()
+
+    assert _docs(first)["failed"] == 1 and _docs(first)["added"] == 0
+    assert _docs(second)["failed"] == 0 and _docs(second)["unchanged"] == 1
+    assert CountingFolder.reads == 0
+
+
+def test_a_document_that_turns_binary_loses_its_chunks(harness: Harness) -> None:
+    path = harness.root / "guide.md"
+    path.write_text(DOC)
+    harness.run()
+    path.write_bytes(b"\x00" * 64)
+
+    report = harness.run()
+
+    assert _docs(report)["failed"] == 1 and _docs(report)["changed"] == 0
+    assert _chunks(report)["deleted"] == 3
+    assert harness.agree()
+
+
+def test_a_root_that_suddenly_lists_nothing_deletes_nothing(harness: Harness) -> None:
+    (harness.root / "guide.md").write_text(DOC)
+    harness.run()
+    (harness.root / "guide.md").unlink()
+
+    report = harness.run()
+
+    assert _docs(report)["deleted"] == 0
+    assert "listed no files" in report["errors"][0]  # type: ignore[index]
+
+
+def test_a_crash_before_the_manifest_commit_is_repaired_on_the_next_run(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (harness.root / "guide.md").write_text(DOC)
+    harness.run()
+    (harness.root / "guide.md").write_text(DOC.replace("quokka", "wombat"))
+
+    def crash(*_: object) -> None:
+        raise SystemExit("killed between the store writes and the manifest commit")
+
+    monkeypatch.setattr("ragd.manifest.Manifest.commit", crash)
+    with pytest.raises(SystemExit):
+        harness.run()
+    monkeypatch.undo()
+    assert not harness.agree()
+
+    report = harness.run()
+
+    assert report["reconciled"] is True
+    assert _docs(report)["changed"] == 1
+    assert harness.agree()
+
+
+def test_a_second_writer_on_the_same_data_dir_is_refused(tmp_path: Path) -> None:
+    first = WriterLock(tmp_path / "writer.lock")
+    first.acquire()
+    try:
+        with pytest.raises(LockedError, match=f"pid {os.getpid()}"):
+            WriterLock(tmp_path / "writer.lock").acquire()
+    finally:
+        first.release()
+
+    again = WriterLock(tmp_path / "writer.lock")
+    again.acquire()
+    again.release()

@@ -1,0 +1,258 @@
+"""VectorStore against a real LanceDB table in tmp_path, with small seeded random vectors."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ragd.errors import StoreError
+from ragd.vectors import IN_BATCH, VectorRow, VectorStore, sql_in, sql_string
+
+DIM = 8
+QUOTED_DOC = 'docs:it\'s a "test".md'
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(42)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> VectorStore:
+    return VectorStore.open(tmp_path / "lancedb", DIM)
+
+
+def make_rows(doc_id: str, n: int, rng: np.random.Generator, prefix: str = "") -> list[VectorRow]:
+    vectors = rng.standard_normal((n, DIM)).astype(np.float32)
+    return [VectorRow(f"{prefix}{doc_id}#{i}", doc_id, vectors[i]) for i in range(n)]
+
+
+def ids(rows: Iterable[VectorRow]) -> set[str]:
+    return {r.chunk_id for r in rows}
+
+
+def test_sql_string_doubles_single_quotes() -> None:
+    assert sql_string("it's") == "'it''s'"
+    assert sql_in("doc_id", ["a", "b'c"]) == "doc_id IN ('a', 'b''c')"
+
+
+def test_replace_then_search_returns_ids_best_first(
+    store: VectorStore, rng: np.random.Generator
+) -> None:
+    rows = make_rows("docs:a.md", 5, rng) + make_rows("docs:b.md", 5, rng)
+    store.replace_documents(["docs:a.md", "docs:b.md"], rows)
+    target = rows[7]
+
+    hits = store.search(target.vector, limit=4)
+
+    assert hits[0][0] == target.chunk_id
+    assert hits[0][1] == pytest.approx(1.0, abs=1e-5)
+    scores = [score for _, score in hits]
+    assert scores == sorted(scores, reverse=True)
+    assert len(hits) == 4
+
+
+def test_replace_documents_removes_old_chunks_and_keeps_other_documents(
+    store: VectorStore, rng: np.random.Generator
+) -> None:
+    a_old, b = make_rows("docs:a.md", 4, rng), make_rows("docs:b.md", 3, rng)
+    store.replace_documents(["docs:a.md", "docs:b.md"], a_old + b)
+    a_new = a_old[:1] + make_rows("docs:a.md", 2, rng, prefix="v2-")
+
+    store.replace_documents(["docs:a.md"], a_new)
+
+    assert store.chunk_ids() == ids(a_new) | ids(b)
+
+
+def test_replace_documents_is_one_commit(store: VectorStore, rng: np.random.Generator) -> None:
+    store.replace_documents(["docs:a.md"], make_rows("docs:a.md", 4, rng))
+    before = store.version_count()
+
+    store.replace_documents(["docs:a.md"], make_rows("docs:a.md", 2, rng, prefix="v2-"))
+
+    assert store.version_count() == before + 1
+
+
+def test_replaying_the_same_replace_is_idempotent(
+    store: VectorStore, rng: np.random.Generator
+) -> None:
+    store.replace_documents(["docs:b.md"], make_rows("docs:b.md", 2, rng))
+    rows = make_rows("docs:a.md", 6, rng)
+    store.replace_documents(["docs:a.md"], rows)
+    first = (store.chunk_ids(), store.count())
+
+    store.replace_documents(["docs:a.md"], rows)
+
+    assert (store.chunk_ids(), store.count()) == first
+    assert first[1] == 8
+
+
+def test_replace_with_no_rows_deletes_a_doc_id_containing_quotes(
+    store: VectorStore, rng: np.random.Generator
+) -> None:
+    odd = ["docs:back\\slash.md", "docs:ünï 日本.md", "docs:new\nline.md"]
+    kept = make_rows("docs:other.md", 2, rng)
+    rows = [r for d in [QUOTED_DOC, *odd] for r in make_rows(d, 2, rng)]
+    store.replace_documents([QUOTED_DOC, *odd, "docs:other.md"], rows + kept)
+
+    store.replace_documents([QUOTED_DOC], [])
+    assert store.chunk_ids() == ids(rows[2:]) | ids(kept)
+
+    store.replace_documents(odd, [])
+    assert store.chunk_ids() == ids(kept)
+
+
+def test_open_with_another_dimension_raises_store_error(tmp_path: Path) -> None:
+    VectorStore.open(tmp_path / "lancedb", DIM)
+
+    with pytest.raises(StoreError, match="re-index"):
+        VectorStore.open(tmp_path / "lancedb", DIM * 2)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf, 1e39])
+def test_non_finite_vector_raises_value_error_and_writes_nothing(
+    store: VectorStore, rng: np.random.Generator, bad: float
+) -> None:
+    rows = make_rows("docs:a.md", 3, rng)
+    vector = np.array(rows[1].vector, dtype=np.float64)
+    vector[3] = bad  # 1e39 only becomes inf when cast to float32
+    rows[1] = VectorRow(rows[1].chunk_id, "docs:a.md", vector)  # type: ignore[arg-type]
+    versions = store.version_count()
+
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        store.replace_documents(["docs:a.md"], rows)
+
+    assert store.count() == 0
+    assert store.version_count() == versions
+
+
+def test_vector_of_another_dimension_raises_value_error(
+    store: VectorStore, rng: np.random.Generator
+) -> None:
+    row = VectorRow("c1", "docs:a.md", rng.standard_normal(DIM + 1).astype(np.float32))
+
+    with pytest.raises(ValueError, match="shape"):
+        store.replace_documents(["docs:a.md"], [row])
+
+
+def test_row_of_an_unlisted_document_raises_value_error(
+    store: VectorStore, rng: np.random.Generator
+) -> None:
+    with pytest.raises(ValueError, match="not in doc_ids"):
+        store.replace_documents(["docs:a.md"], make_rows("docs:b.md", 1, rng))
+
+
+def test_duplicate_chunk_ids_raise_value_error(
+    store: VectorStore, rng: np.random.Generator
+) -> None:
+    row = make_rows("docs:a.md", 1, rng)[0]
+
+    with pytest.raises(ValueError, match="duplicate"):
+        store.replace_documents(["docs:a.md"], [row, row])
+
+
+def test_open_readonly_on_a_missing_directory_is_empty_and_creates_nothing(
+    tmp_path: Path,
+) -> None:
+    directory = tmp_path / "lancedb"
+
+    reader = VectorStore.open_readonly(directory)
+
+    assert reader.count() == 0
+    assert reader.chunk_ids() == set()
+    assert reader.search(np.ones(DIM, dtype=np.float32), 5) == []
+    assert reader.version_count() == 0
+    reader.refresh()
+    assert not directory.exists()
+
+
+def test_readonly_handle_sees_commits_after_refresh(
+    tmp_path: Path, rng: np.random.Generator
+) -> None:
+    writer = VectorStore.open(tmp_path / "lancedb", DIM)
+    writer.replace_documents(["docs:a.md"], make_rows("docs:a.md", 2, rng))
+    reader = VectorStore.open_readonly(tmp_path / "lancedb")
+    rows = make_rows("docs:b.md", 3, rng)
+    writer.replace_documents(["docs:b.md"], rows)
+
+    reader.refresh()
+
+    assert reader.count() == 5
+    assert reader.search(rows[0].vector, 1)[0][0] == rows[0].chunk_id
+
+
+def test_readonly_handle_finds_a_table_created_after_it_opened(
+    tmp_path: Path, rng: np.random.Generator
+) -> None:
+    reader = VectorStore.open_readonly(tmp_path / "lancedb")
+    writer = VectorStore.open(tmp_path / "lancedb", DIM)
+    writer.replace_documents(["docs:a.md"], make_rows("docs:a.md", 2, rng))
+
+    reader.refresh()
+
+    assert reader.count() == 2
+
+
+def test_readonly_handle_refuses_writes(tmp_path: Path, rng: np.random.Generator) -> None:
+    VectorStore.open(tmp_path / "lancedb", DIM)
+    reader = VectorStore.open_readonly(tmp_path / "lancedb")
+
+    with pytest.raises(StoreError, match="read-only"):
+        reader.replace_documents(["docs:a.md"], make_rows("docs:a.md", 1, rng))
+
+
+def test_delete_chunks_removes_exactly_those_ids_across_batches(
+    store: VectorStore, rng: np.random.Generator
+) -> None:
+    rows = make_rows("docs:a.md", 2 * IN_BATCH + 10, rng)
+    store.replace_documents(["docs:a.md"], rows)
+    doomed = ids(rows[: 2 * IN_BATCH + 5]) | {"no-such-id", "it's"}
+
+    store.delete_chunks(doomed)
+
+    assert store.chunk_ids() == ids(rows[2 * IN_BATCH + 5 :])
+
+
+def test_chunk_ids_matches_what_was_written(store: VectorStore, rng: np.random.Generator) -> None:
+    docs = [f"docs:d{i}.md" for i in range(20)]
+    rows = [r for d in docs for r in make_rows(d, 7, rng)]
+
+    store.replace_documents(docs, rows)
+
+    assert store.chunk_ids() == ids(rows)
+    assert store.count() == len(rows)
+
+
+def test_search_with_a_query_of_another_dimension_raises_value_error(
+    store: VectorStore,
+) -> None:
+    with pytest.raises(ValueError, match="shape"):
+        store.search(np.ones(DIM + 1, dtype=np.float32), 3)
+
+
+def test_search_with_a_zero_query_returns_nothing(
+    store: VectorStore, rng: np.random.Generator
+) -> None:
+    store.replace_documents(["docs:a.md"], make_rows("docs:a.md", 3, rng))
+
+    assert store.search(np.zeros(DIM, dtype=np.float32), 3) == []
+
+
+@pytest.mark.filterwarnings("ignore:optimize\\(cleanup_older_than=0\\):UserWarning")
+def test_version_count_increases_per_commit_and_optimize_reduces_it(
+    store: VectorStore, rng: np.random.Generator
+) -> None:
+    start = store.version_count()
+    for i in range(4):
+        store.replace_documents([f"docs:{i}.md"], make_rows(f"docs:{i}.md", 2, rng))
+    assert store.version_count() == start + 4
+    before = store.chunk_ids()
+
+    store.optimize(cleanup_older_than=timedelta(0))
+
+    assert store.version_count() < start + 4
+    assert store.chunk_ids() == before
