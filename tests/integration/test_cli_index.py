@@ -158,3 +158,18 @@ def test_bad_files_are_reported_with_reasons_and_the_rest_indexed(tmp_path: Path
     assert "permission denied" in reasons["secret.md"]
     assert source["empty_documents"] == ["empty.md"]
     assert source["documents"] == 159
+
+
+def test_a_missing_source_root_fails_the_run_and_deletes_nothing(tmp_path: Path) -> None:
+    corpus = copy_corpus(tmp_path / "corpus")
+    config = write_config(tmp_path, corpus)
+    run_json(config, "index")
+    corpus.rename(tmp_path / "moved-away")
+
+    result = run_ragd(config, "index")
+    status = run_json(config, "status")
+
+    assert result.returncode == 1
+    assert "cannot open root" in result.stderr and "nothing was deleted" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert status["sources"][0]["documents"] == 155

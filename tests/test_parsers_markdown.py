@@ -1,0 +1,183 @@
+"""Markdown parsing: headings as a reader sees them, sections, source blocks, titles."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from ragd.parsers import Block, ParsedDocument, parse_document
+from ragd.parsers.markdown import heading_text
+from tests.conftest import FASTAPI_DOCS, GOLD
+
+
+def parse(source: str, filename: str = "guide.md") -> ParsedDocument:
+    return parse_document(source.encode(), filename)
+
+
+def paths(doc: ParsedDocument) -> list[tuple[str, ...]]:
+    return [section.heading_path for section in doc.sections]
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("Request Body { #request-body }", "Request Body"),
+        (
+            "Import Pydantic's `BaseModel` { #import-pydantics-basemodel }",
+            "Import Pydantic's `BaseModel`",
+        ),
+        ("Styled {#x .cls}", "Styled"),
+        ("Python-Markdown {: #x }", "Python-Markdown"),
+        ("Data attribute { data-level=2 }", "Data attribute"),
+        ("No attributes", "No attributes"),
+        ("Use `{name}` placeholders {x}", "Use `{name}` placeholders {x}"),
+        ("Dict {}", "Dict {}"),
+    ],
+)
+def test_heading_text_drops_only_attribute_lists(source: str, expected: str) -> None:
+    assert heading_text(source) == expected
+
+
+def test_heading_path_stacks_by_level() -> None:
+    doc = parse("# Top\n\na\n\n## Mid\n\nb\n\n### Low\n\nc\n\n## Next\n\nd\n\n### Deep\n\ne\n")
+    assert paths(doc) == [
+        ("Top",),
+        ("Top", "Mid"),
+        ("Top", "Mid", "Low"),
+        ("Top", "Next"),
+        ("Top", "Next", "Deep"),
+    ]
+
+
+def test_skipped_level_nests_under_the_nearest_heading() -> None:
+    assert paths(parse("# Top\n\n### Skipped two\n\ntext\n")) == [("Top", "Skipped two")]
+
+
+def test_headings_inside_fences_are_not_headings() -> None:
+    doc = parse("# Top\n\n```bash\n# a comment, not a heading\nls\n```\n\nAfter.\n")
+    assert paths(doc) == [("Top",)]
+    assert doc.sections[0].blocks[0] == Block("```bash\n# a comment, not a heading\nls\n```", True)
+
+
+def test_setext_headings_count() -> None:
+    doc = parse("Title\n=====\n\nIntro.\n\nPart two\n--------\n\nBody.\n")
+    assert doc.title == "Title"
+    assert paths(doc) == [("Title",), ("Title", "Part two")]
+
+
+def test_text_before_the_first_heading_has_an_empty_path() -> None:
+    doc = parse("Preamble.\n\n# Title\n\nBody.\n")
+    assert paths(doc) == [(), ("Title",)]
+    assert doc.sections[0].blocks == (Block("Preamble."),)
+
+
+def test_heading_without_blocks_still_names_its_subsections() -> None:
+    doc = parse("# Guide\n\n## Setup\n### Linux\n\nInstall it.\n")
+    assert paths(doc) == [("Guide", "Setup", "Linux")]
+
+
+def test_blocks_are_original_source_lines() -> None:
+    source = (
+        "# T\n\nSome *emphasis* and a [link](http://x).\n\n"
+        "- one\n- two\n  continued\n\n"
+        "| a | b |\n|---|---|\n| 1 | 2 |\n\n"
+        "> quoted\n\n---\n\n"
+        "    indented code\n"
+    )
+    blocks = parse(source).sections[0].blocks
+    assert [b.text for b in blocks] == [
+        "Some *emphasis* and a [link](http://x).",
+        "- one\n- two\n  continued",
+        "| a | b |\n|---|---|\n| 1 | 2 |",
+        "> quoted",
+        "---",
+        "    indented code",
+    ]
+    assert [b.is_code for b in blocks] == [False, False, False, False, False, True]
+
+
+def test_heading_line_is_not_part_of_the_body() -> None:
+    doc = parse("# Title { #t }\n\nBody.\n")
+    assert doc.sections[0].blocks == (Block("Body."),)
+
+
+def test_title_is_the_first_h1() -> None:
+    doc = parse("## Before\n\nx\n\n# Real title { #rt }\n\ny\n\n# Second\n\nz\n")
+    assert doc.title == "Real title"
+
+
+def test_front_matter_is_stripped_and_gives_the_title_without_h1() -> None:
+    doc = parse('---\ntitle: "Front title"\ntags: [a]\n---\n\n## Part\n\nBody.\n')
+    assert doc.title == "Front title"
+    assert paths(doc) == [("Part",)]
+    assert all("tags" not in b.text for s in doc.sections for b in s.blocks)
+
+
+def test_h1_wins_over_front_matter_title() -> None:
+    doc = parse("---\ntitle: Meta\n---\n# Heading\n\nBody.\n")
+    assert doc.title == "Heading"
+
+
+def test_front_matter_without_title_is_still_stripped() -> None:
+    doc = parse("---\ninclude_yaml:\n  sponsors: data/sponsors.yml\n---\n\nText.\n", "index.md")
+    assert doc.title == "index"
+    assert [s.blocks for s in doc.sections] == [(Block("Text."),)]
+
+
+def test_leading_thematic_break_is_not_front_matter() -> None:
+    doc = parse("---\n\nJust a rule above.\n\n---\n\nMore.\n")
+    texts = [b.text for b in doc.sections[0].blocks]
+    assert "Just a rule above." in texts
+    assert "More." in texts
+
+
+def test_title_falls_back_to_the_file_stem() -> None:
+    assert parse("Just text.\n", "docs/getting-started.md").title == "getting-started"
+
+
+def test_gold_headings_are_found_as_a_reader_sees_them() -> None:
+    if not GOLD.exists():
+        pytest.skip("the gold questions are not available")
+    for line in GOLD.read_text().splitlines():
+        for gold in json.loads(line)["gold"]:
+            path = FASTAPI_DOCS / gold["path"]
+            doc = parse_document(path.read_bytes(), path.name)
+            headings = {h for section in doc.sections for h in section.heading_path}
+            assert gold["heading"] in headings | {doc.title}, gold
+
+
+def test_pathological_brackets_parse_fast() -> None:
+    started = time.perf_counter()
+    doc = parse("[" * 200_000)
+    assert time.perf_counter() - started < 5
+    assert len(doc.sections[0].blocks[0].text) == 200_000
+
+
+def test_ten_megabyte_line_parses_fast() -> None:
+    started = time.perf_counter()
+    doc = parse("word " * 2_000_000)
+    assert time.perf_counter() - started < 5
+    assert sum(len(b.text) for b in doc.sections[0].blocks) == 10_000_000 - 1
+
+
+def test_runaway_heading_is_cut_short() -> None:
+    doc = parse("# " + "a" * 1_000_000 + "\n\nBody.\n")
+    assert len(doc.title) <= 256
+    assert doc.sections[0].heading_path == (doc.title,)
+
+
+def fastapi_markdown() -> list[Path]:
+    return sorted((FASTAPI_DOCS / "docs" / "en" / "docs").rglob("*.md"))
+
+
+def test_fastapi_docs_have_titles_and_sections() -> None:
+    files = fastapi_markdown()
+    if not files:
+        pytest.skip("the fastapi-docs corpus is not available")
+    for path in files:
+        doc = parse_document(path.read_bytes(), path.name)
+        assert doc.title and doc.sections, path
+        assert all(b.text.strip() for s in doc.sections for b in s.blocks), path

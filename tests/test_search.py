@@ -1,0 +1,163 @@
+"""The read path: modes, fusion, the manifest guard and stale flags (real stores, fake model)."""
+
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from ragd.chunking import ChunkSettings
+from ragd.errors import QueryRefused
+from ragd.folders import FolderSource
+from ragd.indexer import Indexer
+from ragd.keywords import KeywordRow, KeywordStore
+from ragd.manifest import Manifest
+from ragd.pipeline import Pipeline
+from ragd.search import Searcher, SearchSettings, clean_query
+from ragd.staleness import SourcePolicy
+from ragd.stores import DataDir, WriterStores
+from ragd.vectors import VectorStore
+from tests.conftest import FakeEmbedder
+
+DOCS = {
+    "install.md": "# Install\n\nRun the quokka installer from the terminal.\n",
+    "config.md": "# Configure\n\nEdit the settings file with any editor.\n",
+    "deploy.md": "# Deploy\n\nShip the container to production servers.\n",
+}
+
+
+@pytest.fixture
+def indexed(tmp_path: Path, fake_embedder: FakeEmbedder) -> tuple[Path, DataDir, Pipeline]:
+    root = tmp_path / "docs"
+    root.mkdir()
+    for name, text in DOCS.items():
+        (root / name).write_text(text)
+    data = DataDir(tmp_path / "data")
+    pipeline = Pipeline(ChunkSettings(), fake_embedder.identity)
+    stores = WriterStores(data)
+    try:
+        folder = FolderSource("docs", root, ("**/*.md",))
+        Indexer(stores, [folder], pipeline, fake_embedder).run()
+    finally:
+        stores.close()
+    return root, data, pipeline
+
+
+def _searcher(
+    root: Path, data: DataDir, pipeline: Pipeline, *, max_age: timedelta = timedelta(days=1)
+) -> Searcher:
+    folder = FolderSource("docs", root, ("**/*.md",))
+    return Searcher(
+        Manifest.open_readonly(data.manifest),
+        VectorStore.open_readonly(data.lancedb),
+        KeywordStore.open_readonly(data.tantivy),
+        FakeEmbedder(),
+        fingerprint=pipeline.fingerprint,
+        policies={"docs": SourcePolicy(max_age, folder)},
+        settings=SearchSettings(k=3, max_query_chars=100),
+    )
+
+
+def test_bm25_mode_finds_the_document_with_the_word(
+    indexed: tuple[Path, DataDir, Pipeline],
+) -> None:
+    response = _searcher(*indexed).search("quokka", mode="bm25")
+
+    assert response.hits[0].document.key == "install.md"
+    assert response.hits[0].vector_rank is None
+
+
+def test_hybrid_reports_both_ranks_for_a_hit_both_retrievers_found(
+    indexed: tuple[Path, DataDir, Pipeline],
+) -> None:
+    response = _searcher(*indexed).search("quokka installer")
+
+    top = response.hits[0]
+    assert top.document.key == "install.md"
+    assert top.bm25_rank == 1 and top.vector_rank == 1
+
+
+def test_an_edited_file_is_flagged_source_changed(indexed: tuple[Path, DataDir, Pipeline]) -> None:
+    root = indexed[0]
+    (root / "install.md").write_text("# Install\n\nNow with wombats.\n")
+
+    response = _searcher(*indexed).search("quokka", mode="bm25")
+
+    assert response.hits[0].stale_reasons == ("source_changed",)
+    assert response.hits[0].to_json()["stale"] is True
+
+
+def test_a_touched_but_identical_file_is_not_stale(indexed: tuple[Path, DataDir, Pipeline]) -> None:
+    os.utime(indexed[0] / "install.md", ns=(5, 5))
+
+    response = _searcher(*indexed).search("quokka", mode="bm25")
+
+    assert response.hits[0].stale_reasons == ()
+
+
+def test_a_deleted_file_is_flagged_source_deleted(indexed: tuple[Path, DataDir, Pipeline]) -> None:
+    (indexed[0] / "install.md").unlink()
+
+    response = _searcher(*indexed).search("quokka", mode="bm25")
+
+    assert response.hits[0].stale_reasons == ("source_deleted",)
+
+
+def test_exclude_stale_drops_stale_hits_and_counts_them(
+    indexed: tuple[Path, DataDir, Pipeline],
+) -> None:
+    (indexed[0] / "install.md").unlink()
+
+    response = _searcher(*indexed).search("quokka", mode="bm25", exclude_stale=True)
+
+    assert all(h.document.key != "install.md" for h in response.hits)
+    assert response.excluded_stale == 1
+    assert response.to_json()["excluded_stale"] == 1
+
+
+def test_a_document_older_than_max_age_is_flagged(indexed: tuple[Path, DataDir, Pipeline]) -> None:
+    response = _searcher(*indexed, max_age=timedelta(0)).search("quokka", mode="bm25")
+
+    assert response.hits[0].stale_reasons == ("max_age",)
+
+
+def test_another_fingerprint_is_flagged(indexed: tuple[Path, DataDir, Pipeline]) -> None:
+    root, data, _ = indexed
+    other = Pipeline(ChunkSettings(max_chars=500), "fake:v1")
+
+    response = _searcher(root, data, other).search("quokka", mode="bm25")
+
+    assert response.hits[0].stale_reasons == ("fingerprint",)
+
+
+def test_chunks_the_manifest_does_not_list_are_never_served(
+    indexed: tuple[Path, DataDir, Pipeline],
+) -> None:
+    _, data, _ = indexed
+    orphans = KeywordStore.open(data.tantivy)
+    orphans.replace_documents(["ghost"], [KeywordRow("ghost-1", "ghost", "quokka quokka quokka")])
+    orphans.close()
+
+    response = _searcher(*indexed).search("quokka", mode="bm25")
+
+    assert [h.chunk.chunk_id for h in response.hits if h.chunk.chunk_id == "ghost-1"] == []
+    assert response.hits[0].document.key == "install.md"
+
+
+def test_a_query_longer_than_the_limit_is_refused(indexed: tuple[Path, DataDir, Pipeline]) -> None:
+    with pytest.raises(QueryRefused, match="101 characters; the limit is 100"):
+        _searcher(*indexed).search("x" * 101)
+
+
+def test_control_characters_are_dropped_and_an_empty_query_refused() -> None:
+    assert clean_query("a\x00b\tc\n", 100) == "a b c"
+    with pytest.raises(QueryRefused, match="empty"):
+        clean_query("\x00 \x01", 100)
+
+
+def test_no_hits_means_abstained(indexed: tuple[Path, DataDir, Pipeline]) -> None:
+    response = _searcher(*indexed).search("zzzzunknownword", mode="bm25")
+
+    assert response.hits == [] and response.abstained is True
