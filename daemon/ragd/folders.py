@@ -76,7 +76,8 @@ class FolderSource:
         """True when a file key is included and not excluded."""
         return bool(self._include.match_file(key)) and not self._exclude.match_file(key)
 
-    def _excludes_dir(self, rel_dir: str) -> bool:
+    def excludes_dir(self, rel_dir: str) -> bool:
+        """True when a directory key is excluded (its whole subtree is skipped)."""
         return bool(self._exclude.match_file(rel_dir + "/"))
 
     def path_for(self, key: str) -> Path:
@@ -128,7 +129,7 @@ class FolderSource:
             if entry.is_symlink():
                 listing.skipped_symlinks += 1
             elif entry.is_dir(follow_symlinks=False):
-                if not self._excludes_dir(key):
+                if not self.excludes_dir(key):
                     stack.append((Path(entry.path), key))
             elif entry.is_file(follow_symlinks=False):
                 if self.selects(key):
