@@ -75,6 +75,7 @@ def write_config(
     max_chars: int = 900,
     include: Sequence[str] = ("**/*.md",),
     extra: str = "",
+    sections: str = "",
 ) -> Path:
     """Write a config.toml for a single folder source and return its path."""
     includes = ", ".join(f'"{p}"' for p in include)
@@ -87,6 +88,8 @@ model = "{model}"
 
 [chunking]
 max_chars = {max_chars}
+
+{sections}
 
 [[sources]]
 name = "docs"

@@ -228,3 +228,41 @@ def test_a_second_writer_on_the_same_data_dir_is_refused(tmp_path: Path) -> None
     again = WriterLock(tmp_path / "writer.lock")
     again.acquire()
     again.release()
+
+
+def test_a_hint_naming_a_file_twice_indexes_it_once(harness: Harness) -> None:
+    (harness.root / "sub").mkdir()
+    (harness.root / "sub" / "guide.md").write_text(DOC)
+    harness.run()
+    (harness.root / "sub" / "guide.md").write_text(DOC.replace("quokka", "wombat"))
+    stores = WriterStores(harness.data)
+    try:
+        folder = FolderSource("docs", harness.root, ("**/*.md",))
+        pipeline = Pipeline(ChunkSettings(900, 120), harness.embedder.identity)
+        indexer = Indexer(stores, [folder], pipeline, harness.embedder)
+        report = indexer.sync("docs", keys=["sub/guide.md", "sub/guide.md"], trees=["sub"])
+    finally:
+        stores.close()
+
+    assert report.changed == 1
+    assert harness.agree()
+
+
+def test_a_tree_hint_for_a_directory_that_moved_away_deletes_its_documents(
+    harness: Harness,
+) -> None:
+    (harness.root / "sub").mkdir()
+    (harness.root / "sub" / "guide.md").write_text(DOC)
+    (harness.root / "keep.md").write_text(DOC)
+    harness.run()
+    (harness.root / "sub").rename(harness.root.parent / "elsewhere")
+    stores = WriterStores(harness.data)
+    try:
+        folder = FolderSource("docs", harness.root, ("**/*.md",))
+        pipeline = Pipeline(ChunkSettings(900, 120), harness.embedder.identity)
+        report = Indexer(stores, [folder], pipeline, harness.embedder).sync("docs", trees=["sub"])
+    finally:
+        stores.close()
+
+    assert report.deleted == 1
+    assert harness.agree()

@@ -20,6 +20,7 @@ from ragd.app import Runtime
 from ragd.config import Config, load_config, resolve_config_path
 from ragd.errors import ConfigError, LockedError, RagdError, UsageError
 from ragd.indexer import IndexReport
+from ragd.logs import configure_logging
 from ragd.search import MODES, Mode, SearchResponse
 from ragd.status import StatusReport
 
@@ -57,6 +58,7 @@ def cli(ctx: click.Context, config_path: str | None, debug: bool) -> None:
     ragd index              bring the index in step with the sources (incremental)
     ragd query "text"       search it; hits carry indexed_at and stale flags
     ragd status             what is indexed, failed, stale; whether the stores agree
+    ragd serve              the daemon: watch, re-index on change, answer over HTTP
     """
     ctx.obj = _State(config_path)
 
@@ -145,6 +147,26 @@ def status(state: _State, as_json: bool, check: bool) -> int:
     else:
         click.echo(_status_text(report))
     return code if check else EXIT_OK
+
+
+@cli.command()
+@click.pass_obj
+def serve(state: _State) -> int:
+    """Run the daemon: watch the sources, keep the index current, serve HTTP.
+
+    \b
+    Start-up queues a full scan (changes made while it was down are picked up, and an
+    unclean stop is reconciled). Then file changes are indexed as they happen, a full
+    rescan runs every schedule.rescan_interval, and the HTTP API answers on [http] listen:
+      GET /healthz, POST /v1/query, GET /v1/status
+    SIGTERM or SIGINT stops gracefully; a second signal exits at once. Logs go to stderr,
+    JSON lines unless stderr is a terminal (see daemon.log_format).
+    """
+    from ragd.service import Daemon  # uvicorn, apscheduler, watchdog: only the daemon needs them
+
+    runtime = state.runtime()
+    configure_logging(runtime.config.daemon.log_format, runtime.config.daemon.log_level)
+    return Daemon(runtime).serve()
 
 
 # -- human output ---------------------------------------------------------------------------

@@ -100,15 +100,27 @@ class FolderSource:
         if not stat.S_ISDIR(st.st_mode):
             raise SourceError(f"source '{self.name}': root {self.root} is not a directory")
 
-    def scan(self) -> Listing:
-        """List every selected regular file under the root, without following symlinks."""
+    def scan(self, prefix: str = "") -> Listing:
+        """List every selected regular file under the root (or under directory key `prefix`).
+
+        Symlinks are never followed. A `prefix` that is not a directory (it moved away)
+        lists nothing; a root that cannot be listed raises SourceError.
+        """
         self.check_root()
         listing = Listing()
-        stack: list[tuple[Path, str]] = [(self.root, "")]
+        if prefix:
+            start = self.path_for(prefix)
+            if start.is_symlink() or not start.is_dir() or self.excludes_dir(prefix):
+                return listing
+            stack: list[tuple[Path, str]] = [(start, prefix)]
+        else:
+            stack = [(self.root, "")]
         while stack:
             directory, rel = stack.pop()
             try:
                 entries = list(os.scandir(directory))
+            except FileNotFoundError:
+                continue  # removed while being listed: its documents are gone
             except OSError:
                 if not rel:
                     raise SourceError(

@@ -35,6 +35,23 @@ ProgressFn = Callable[[int, int], None]
 """Called as progress(done, total) after each listed file."""
 
 
+@dataclass(frozen=True, slots=True)
+class DocumentEvent:
+    """What happened to one document, for the caller's logs.
+
+    action is `indexed`, `failed`, `deleted` or `unchanged` (read and hashed, same bytes).
+    """
+
+    action: str
+    doc_id: str
+    chunks: int = 0
+    reason: str | None = None
+    seconds: float = 0.0
+
+
+EventFn = Callable[[DocumentEvent], None]
+
+
 @dataclass
 class IndexReport:
     """What one pass did; `to_json` is the `ragd index --json` contract."""
@@ -49,6 +66,7 @@ class IndexReport:
     chunks_deleted: int = 0
     seconds: float = 0.0
     reconciled: bool = False
+    interrupted: bool = False
     errors: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, object]:
@@ -68,6 +86,7 @@ class IndexReport:
             },
             "seconds": round(self.seconds, 3),
             "reconciled": self.reconciled,
+            "interrupted": self.interrupted,
             "errors": list(self.errors),
         }
 
@@ -80,6 +99,7 @@ class _Pending:
     embed_texts: tuple[str, ...]
     touches_stores: bool
     old_chunk_ids: frozenset[str]
+    started: float
 
 
 class Indexer:
@@ -97,6 +117,8 @@ class Indexer:
         *,
         batch_chunks: int = 2048,
         batch_documents: int = 256,
+        stop: Callable[[], bool] | None = None,
+        on_event: EventFn | None = None,
     ) -> None:
         self.stores = stores
         self.manifest = stores.manifest
@@ -109,14 +131,18 @@ class Indexer:
         self._queued_chunks = 0
         self._confirmed: list[tuple[str, int, int]] = []
         self._report = IndexReport()
+        self._started = time.monotonic()
+        self._seen: set[str] = set()  # documents decided in this pass (a hint may repeat one)
+        self.should_stop = stop
+        self.on_event = on_event
 
     def run(self, *, full: bool = False, progress: ProgressFn | None = None) -> IndexReport:
-        """One pass over every source. `full` re-reads and rewrites every document."""
-        started = time.monotonic()
-        self._report = report = IndexReport()
-        if full or not self.manifest.is_clean():
-            self.reconcile()
-            report.reconciled = True
+        """One pass over every source.
+
+        `full` re-reads and rewrites every document, accepts a source folder that is now
+        empty, and removes documents of sources that are no longer configured.
+        """
+        report = self._begin(reconcile=full)
         listings: list[tuple[FolderSource, Listing]] = []
         for source in self.sources:
             try:
@@ -126,51 +152,124 @@ class Indexer:
         total = sum(len(listing.files) for _, listing in listings)
         done = 0
         for source, listing in listings:
-            try:
-                self._check_not_vanished(source, listing)
-            except SourceError as exc:
-                report.errors.append(str(exc))
+            if self._stopping():
+                break
+            known = {d.key: d for d in self.manifest.documents(source.name)}
+            if not full and self._vanished(source, listing, known):
                 done += len(listing.files)
                 continue
-            known = {d.key: d for d in self.manifest.documents(source.name)}
             for entry in listing.files:
+                if self._stopping():
+                    break
                 self._visit(source, entry, known.get(entry.key), full=full)
                 done += 1
                 if progress is not None:
                     progress(done, total)
-            listed = {f.key for f in listing.files}
-            for key, record in known.items():
-                if key not in listed and listing.covers(key):
+            self._delete_unlisted(listing, known)
+        if full and not report.interrupted:
+            configured = {s.name for s in self.sources}
+            for name in set(self.manifest.sources()) - configured:
+                for record in self.manifest.documents(name):
                     self._delete(record)
-        self._flush()
-        self.manifest.confirm_unchanged(self._confirmed)
-        self._confirmed.clear()
         self.manifest.prune_vectors()
-        self.manifest.mark_clean()
-        report.seconds = time.monotonic() - started
-        return report
+        return self._finish()
+
+    def sync(
+        self, source_name: str, *, keys: Sequence[str] = (), trees: Sequence[str] = ()
+    ) -> IndexReport:
+        """Bring some paths of one source in step: file `keys` and directory `trees`.
+
+        Used for watcher hints. A key that is gone (or no longer selected) is deleted; a
+        tree is listed and documents under it that are no longer there are deleted.
+        """
+        report = self._begin(reconcile=False)
+        source = next((s for s in self.sources if s.name == source_name), None)
+        if source is None:
+            report.errors.append(f"unknown source '{source_name}'")
+            return self._finish()
+        try:
+            source.check_root()  # an unmounted root must not read as "every file deleted"
+            for prefix in trees:
+                listing = source.scan(prefix)
+                known = {d.key: d for d in self.manifest.documents_under(source.name, prefix)}
+                for entry in listing.files:
+                    if self._stopping():
+                        break
+                    self._visit(source, entry, known.get(entry.key), full=False)
+                self._delete_unlisted(listing, known)
+            for key in keys:
+                if self._stopping():
+                    break
+                current = source.stat(key)
+                record = self.manifest.document(f"{source.name}:{key}")
+                if current is not None and source.selects(key):
+                    self._visit(source, current, record, full=False)
+                elif record is not None:
+                    self._delete(record)
+        except SourceError as exc:
+            report.errors.append(str(exc))
+        return self._finish()
 
     def reconcile(self) -> None:
         """Make the search stores list exactly the manifest's chunks (after a crash)."""
         reconcile(self.manifest, self.stores.vectors(self.embedder.dim), self.stores.keywords())
 
+    def _begin(self, *, reconcile: bool) -> IndexReport:
+        self._started = time.monotonic()
+        self._report = IndexReport()
+        self._seen.clear()
+        if reconcile or not self.manifest.is_clean():
+            self.reconcile()
+            self._report.reconciled = True
+        return self._report
+
+    def _finish(self) -> IndexReport:
+        self._flush()
+        self.manifest.confirm_unchanged(self._confirmed)
+        self._confirmed.clear()
+        self.manifest.mark_clean()
+        self._report.seconds = time.monotonic() - self._started
+        return self._report
+
+    def _stopping(self) -> bool:
+        if self.should_stop is not None and self.should_stop():
+            self._report.interrupted = True
+        return self._report.interrupted
+
     # -- deciding -------------------------------------------------------------------------
 
-    def _check_not_vanished(self, source: FolderSource, listing: Listing) -> None:
-        if listing.files:
-            return
-        indexed = sum(1 for d in self.manifest.documents(source.name) if d.status == "indexed")
-        if indexed:
-            raise SourceError(
-                f"source '{source.name}': {source.root} listed no files but {indexed} documents "
-                "are indexed; nothing was deleted",
-                hint="if the folder really is empty now, remove its files' documents by "
-                "pointing the source at an empty directory after checking the mount",
+    def _vanished(
+        self, source: FolderSource, listing: Listing, known: dict[str, DocumentRecord]
+    ) -> bool:
+        """A root that suddenly lists nothing is an unmounted disk until proven otherwise."""
+        indexed = sum(1 for d in known.values() if d.status == "indexed")
+        if listing.files or not indexed:
+            return False
+        self._report.errors.append(
+            str(
+                SourceError(
+                    f"source '{source.name}': {source.root} listed no files but {indexed} "
+                    "documents are indexed; nothing was deleted",
+                    hint="if the folder really is empty now, run 'ragd index --full'",
+                )
             )
+        )
+        return True
+
+    def _delete_unlisted(self, listing: Listing, known: dict[str, DocumentRecord]) -> None:
+        if self._report.interrupted:
+            return  # an interrupted pass has not seen everything it would delete
+        listed = {f.key for f in listing.files}
+        for key, record in known.items():
+            if key not in listed and listing.covers(key):
+                self._delete(record)
 
     def _visit(
         self, source: FolderSource, entry: FileStat, record: DocumentRecord | None, *, full: bool
     ) -> None:
+        if not self._first_time(f"{source.name}:{entry.key}"):
+            return
+        started = time.monotonic()
         fingerprint = self.pipeline.fingerprint
         settled = record is not None and record.status in ("indexed", "failed")
         same_recipe = record is not None and record.fingerprint == fingerprint
@@ -193,6 +292,7 @@ class Indexer:
         if settled and same_recipe and record is not None and record.content_hash == digest:
             if not full:
                 self._unchanged(doc_id, content.size, content.mtime_ns)
+                self._emit(DocumentEvent("unchanged", doc_id, reason="same content"))
                 return
             kind = "unchanged"  # --full rewrites it anyway
         elif record is None or record.content_hash is None:
@@ -232,7 +332,11 @@ class Indexer:
             fingerprint=fingerprint,
             chunks=chunks,
         )
-        self._enqueue(write, tuple(c.embed_text for c in processed.chunks), record)
+        self._enqueue(write, tuple(c.embed_text for c in processed.chunks), record, started)
+
+    def _emit(self, event: DocumentEvent) -> None:
+        if self.on_event is not None:
+            self.on_event(event)
 
     def _unchanged(self, doc_id: str, size: int, mtime_ns: int) -> None:
         self._report.unchanged += 1
@@ -264,6 +368,8 @@ class Indexer:
         self._enqueue(write, (), record)
 
     def _delete(self, record: DocumentRecord) -> None:
+        if not self._first_time(record.doc_id):
+            return
         self._report.deleted += 1
         write = DocumentWrite(
             doc_id=record.doc_id,
@@ -276,8 +382,18 @@ class Indexer:
 
     # -- writing --------------------------------------------------------------------------
 
+    def _first_time(self, doc_id: str) -> bool:
+        if doc_id in self._seen:
+            return False
+        self._seen.add(doc_id)
+        return True
+
     def _enqueue(
-        self, write: DocumentWrite, embed_texts: tuple[str, ...], record: DocumentRecord | None
+        self,
+        write: DocumentWrite,
+        embed_texts: tuple[str, ...],
+        record: DocumentRecord | None,
+        started: float | None = None,
     ) -> None:
         had_chunks = record is not None and record.chunk_count > 0
         unsettled = record is not None and record.status in ("pending", "deleted")
@@ -287,7 +403,13 @@ class Indexer:
             else frozenset()
         )
         self._queue.append(
-            _Pending(write, embed_texts, bool(write.chunks) or had_chunks or unsettled, old_ids)
+            _Pending(
+                write,
+                embed_texts,
+                bool(write.chunks) or had_chunks or unsettled,
+                old_ids,
+                time.monotonic() if started is None else started,
+            )
         )
         self._queued_chunks += len(write.chunks)
         if self._queued_chunks >= self.batch_chunks or len(self._queue) >= self.batch_documents:
@@ -326,9 +448,19 @@ class Indexer:
                 ],
             )
         self.manifest.commit([p.write for p in batch])
+        committed = time.monotonic()
         for p in batch:
             new_ids = {c.chunk_id for c in p.write.chunks}
             self._report.chunks_deleted += len(p.old_chunk_ids - new_ids)
+            self._emit(
+                DocumentEvent(
+                    p.write.status,
+                    p.write.doc_id,
+                    chunks=len(p.write.chunks),
+                    reason=p.write.error,
+                    seconds=committed - p.started,
+                )
+            )
 
     def _vectors_for(self, batch: list[_Pending]) -> dict[str, np.ndarray]:
         texts: dict[str, str] = {}

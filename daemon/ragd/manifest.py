@@ -222,6 +222,17 @@ class Manifest:
             args = (source,)
         return [DocumentRecord(*row) for row in self._conn.execute(sql + " ORDER BY doc_id", args)]
 
+    def documents_under(self, source: str, prefix: str) -> list[DocumentRecord]:
+        """Documents of a source whose key lies under directory key `prefix`."""
+        low = prefix.rstrip("/") + "/"
+        high = low[:-1] + chr(ord("/") + 1)  # every key starting with "prefix/" sorts below
+        rows = self._conn.execute(
+            f"SELECT {_DOC_COLUMNS}, (SELECT COUNT(*) FROM chunks c WHERE c.doc_id = d.doc_id) "
+            "FROM documents d WHERE source = ? AND key >= ? AND key < ? ORDER BY key",
+            (source, low, high),
+        )
+        return [DocumentRecord(*row) for row in rows]
+
     def document(self, doc_id: str) -> DocumentRecord | None:
         """One document row, or None."""
         row = self._conn.execute(

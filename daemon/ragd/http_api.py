@@ -1,0 +1,135 @@
+"""The HTTP API of `ragd serve` (Starlette): routes, body limits, JSON errors.
+
+Owns request parsing and response shapes only; what a query or the status report does
+is the backend's business (see `ragd.service`). Every error is a JSON object
+`{"error": "..."}` with a 4xx/5xx code; nothing a client sends can raise past here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from ragd.errors import RagdError, UsageError
+from ragd.search import MODES
+
+
+class Backend(Protocol):
+    """What the HTTP layer needs from the daemon."""
+
+    @property
+    def max_body_bytes(self) -> int:
+        """Largest request body accepted."""
+        ...
+
+    def search(self, query: str, k: int | None, mode: str | None, exclude_stale: bool) -> Any:
+        """Run a query; returns the query contract's JSON object."""
+        ...
+
+    def status(self) -> dict[str, object]:
+        """The status report's JSON object, with a daemon section."""
+        ...
+
+    def health(self) -> dict[str, object]:
+        """Liveness and readiness: {"status": "ok" | "starting" | "stopping", ...}."""
+        ...
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status)
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The request body, refused with 413 as soon as it is known to exceed `limit`."""
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        if not declared.isdigit():
+            raise HTTPException(400, "invalid Content-Length")
+        if int(declared) > limit:
+            raise HTTPException(413, f"body is {declared} bytes; the limit is {limit}")
+    body = bytearray()
+    async for piece in request.stream():
+        body += piece
+        if len(body) > limit:
+            raise HTTPException(413, f"body exceeds the limit of {limit} bytes")
+    return bytes(body)
+
+
+def _json_object(body: bytes) -> Mapping[str, Any]:
+    try:
+        value = json.loads(body.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise HTTPException(400, "body is not valid UTF-8") from None
+    except (json.JSONDecodeError, RecursionError):
+        raise HTTPException(400, "body is not valid JSON") from None
+    if not isinstance(value, dict):
+        raise HTTPException(400, "body must be a JSON object")
+    return value
+
+
+def _query_args(payload: Mapping[str, Any]) -> tuple[str, int | None, str | None, bool]:
+    unknown = set(payload) - {"query", "k", "mode", "exclude_stale"}
+    if unknown:
+        raise HTTPException(400, f"unknown field(s): {', '.join(sorted(unknown))}")
+    query = payload.get("query")
+    if not isinstance(query, str):
+        raise HTTPException(400, "'query' must be a string")
+    k = payload.get("k")
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 1000):
+        raise HTTPException(400, "'k' must be an integer from 1 to 1000")
+    mode = payload.get("mode")
+    if mode is not None and mode not in MODES:
+        raise HTTPException(400, f"'mode' must be one of {', '.join(MODES)}")
+    exclude_stale = payload.get("exclude_stale", False)
+    if not isinstance(exclude_stale, bool):
+        raise HTTPException(400, "'exclude_stale' must be true or false")
+    return query, k, mode, exclude_stale
+
+
+def create_app(backend: Backend) -> Starlette:
+    """The ASGI application for a backend."""
+
+    async def query(request: Request) -> Response:
+        payload = _json_object(await read_body(request, backend.max_body_bytes))
+        query_text, k, mode, exclude_stale = _query_args(payload)
+        try:
+            result = await run_in_threadpool(backend.search, query_text, k, mode, exclude_stale)
+        except UsageError as exc:
+            return _error(400, str(exc))
+        except RagdError as exc:
+            return _error(503, str(exc))
+        return JSONResponse(result)
+
+    async def status(request: Request) -> Response:
+        try:
+            return JSONResponse(await run_in_threadpool(backend.status))
+        except RagdError as exc:
+            return _error(503, str(exc))
+
+    async def healthz(request: Request) -> Response:
+        health = backend.health()
+        return JSONResponse(health, status_code=200 if health.get("status") == "ok" else 503)
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        return _error(exc.status_code, str(exc.detail))
+
+    async def server_error(request: Request, exc: Exception) -> Response:
+        return _error(500, f"internal error: {type(exc).__name__}")
+
+    return Starlette(
+        routes=[
+            Route("/healthz", healthz, methods=["GET"]),
+            Route("/v1/query", query, methods=["POST"]),
+            Route("/v1/status", status, methods=["GET"]),
+        ],
+        exception_handlers={HTTPException: http_error, Exception: server_error},
+    )

@@ -1,0 +1,274 @@
+"""`ragd serve`: the long-running daemon and its lifecycle.
+
+Owns start-up order, signals and shutdown. Start-up: take the data_dir lock, open the
+stores, start watching, queue a full scan (it also covers any rescan missed while the
+daemon was down, and a crash is reconciled by the first pass), start the writer thread,
+bind the HTTP server, start the scheduler, then tell systemd READY=1. The first
+SIGTERM/SIGINT stops gracefully (the writer finishes its current document and commits);
+a second one exits at once.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from types import FrameType
+from typing import Any
+
+import uvicorn
+from apscheduler.schedulers.background import BackgroundScheduler
+from apscheduler.triggers.interval import IntervalTrigger
+
+from ragd.app import Runtime
+from ragd.errors import RagdError
+from ragd.http_api import create_app
+from ragd.indexer import Indexer
+from ragd.jobs import JobQueue
+from ragd.keywords import KeywordStore
+from ragd.logs import get_logger
+from ragd.manifest import Manifest, format_time
+from ragd.notify import Notifier
+from ragd.search import Mode, Searcher
+from ragd.stores import WriterLock, WriterStores
+from ragd.vectors import VectorStore
+from ragd.watcher import Change, Watcher
+from ragd.writer import Writer
+
+log = get_logger("ragd.service")
+
+STOP_TIMEOUT = 8.0
+
+
+class Readers:
+    """Long-lived read-only store handles for queries; refreshed after each commit."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        paths = runtime.data_dir
+        self.manifest = Manifest.open_readonly(paths.manifest)
+        self.vectors = VectorStore.open_readonly(paths.lancedb)
+        self.keywords = KeywordStore.open_readonly(paths.tantivy)
+        self.searcher: Searcher = runtime.searcher(self.manifest, self.vectors, self.keywords)
+        self._lock = threading.Lock()
+        self._seen = 0
+        self.generation = 0
+
+    def search(self, query: str, k: int | None, mode: Mode, exclude_stale: bool) -> Any:
+        """Run one query (queries are serialised: they share one SQLite connection)."""
+        with self._lock:
+            if self._seen != self.generation:
+                self._seen = self.generation
+                self.vectors.refresh()
+                self.keywords.refresh()
+            return self.searcher.search(query, k=k, mode=mode, exclude_stale=exclude_stale)
+
+    def close(self) -> None:
+        """Close the manifest connection."""
+        self.manifest.close()
+
+
+class Daemon:
+    """Everything `ragd serve` runs, wired from a Runtime."""
+
+    def __init__(self, runtime: Runtime, notifier: Notifier | None = None) -> None:
+        self.runtime = runtime
+        self.config = runtime.config
+        self.notifier = notifier or Notifier()
+        self.stop = threading.Event()
+        self.started = time.monotonic()
+        self.state = "starting"
+
+    # -- the backend the HTTP API calls ---------------------------------------------------
+
+    @property
+    def max_body_bytes(self) -> int:
+        return self.config.http.max_body_bytes
+
+    def search(self, query: str, k: int | None, mode: str | None, exclude_stale: bool) -> Any:
+        chosen: Mode = mode or self.config.search.mode  # type: ignore[assignment]
+        return self.readers.search(query, k, chosen, exclude_stale).to_json()
+
+    def status(self) -> dict[str, object]:
+        report = self.runtime.status().to_json()
+        report["daemon"] = {
+            "state": self.state,
+            "pid": os.getpid(),
+            "uptime_seconds": round(time.monotonic() - self.started, 1),
+            "queue_depth": self.queue.depth(),
+            "watcher": self.watcher.health().__dict__,
+            "writer": self.writer.stats.to_json(),
+            "lancedb_versions": self.readers.vectors.version_count(),
+            "next_jobs": {
+                job.id: format_time(job.next_run_time)
+                for job in self.scheduler.get_jobs()
+                if job.next_run_time is not None
+            },
+        }
+        return report
+
+    def health(self) -> dict[str, object]:
+        watcher = self.watcher.health()
+        return {
+            "status": self.state,
+            "writer_alive": self.writer.is_alive(),
+            "degraded": bool(watcher.unwatched_roots) or not self.writer.is_alive(),
+        }
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def serve(self) -> int:
+        """Run until a signal; returns the exit code."""
+        self._install_signal_handlers()
+        lock = WriterLock(self.runtime.data_dir.lock)
+        lock.acquire()
+        try:
+            with self._stores() as stores:
+                return self._run(stores)
+        finally:
+            lock.release()
+
+    @contextmanager
+    def _stores(self) -> Iterator[WriterStores]:
+        stores = WriterStores(self.runtime.data_dir)
+        try:
+            # Open both search stores now, so readers find them and the model is loaded
+            # before READY=1 rather than on the first change.
+            stores.vectors(self.runtime.embedder.dim)
+            stores.keywords()
+            yield stores
+        finally:
+            stores.close()
+
+    def _run(self, stores: WriterStores) -> int:
+        runtime = self.runtime
+        self.queue = JobQueue.beside(stores.manifest)
+        self.readers = Readers(runtime)
+        indexer = Indexer(
+            stores, runtime.folders, runtime.pipeline, runtime.embedder, stop=self.stop.is_set
+        )
+        self.writer = Writer(
+            indexer,
+            self.queue,
+            self.notifier,
+            self.stop,
+            compact=lambda: stores.vectors(runtime.embedder.dim).optimize(
+                self.config.schedule.cleanup_older_than
+            ),
+            on_commit=self._committed,
+        )
+        indexer.on_event = self.writer.on_document
+        self.watcher = Watcher(runtime.folders, self._on_changes, self._on_overflow)
+        self.watcher.start()  # before the scan, so nothing changed during it is missed
+        self.queue.enqueue("scan")
+        self.writer.start()
+        server, server_thread = self._start_http()
+        self.scheduler = self._start_scheduler()
+        self.state = "ok"
+        self.notifier.ready()
+        log.info(
+            "serving", listen=self.config.http.listen, sources=len(runtime.folders), pid=os.getpid()
+        )
+        try:
+            while not self.stop.wait(0.5):
+                if not self.writer.is_alive():
+                    log.error("writer_died")
+                    self.stop.set()
+        finally:
+            self._shutdown(server, server_thread)
+        return 0
+
+    def _shutdown(self, server: uvicorn.Server, server_thread: threading.Thread) -> None:
+        self.state = "stopping"
+        self.notifier.stopping()
+        log.info("stopping")
+        deadline = time.monotonic() + STOP_TIMEOUT
+        self.scheduler.shutdown(wait=False)
+        server.should_exit = True
+        self.watcher.stop()  # flushes pending changes into the durable queue
+        self.writer.wake.set()
+        self.writer.join(max(0.1, deadline - time.monotonic()))
+        server_thread.join(max(0.1, deadline - time.monotonic()))
+        self.readers.close()
+        self.queue.close()
+        log.info("stopped", writer_finished=not self.writer.is_alive())
+
+    def _committed(self) -> None:
+        self.readers.generation += 1
+
+    def _on_changes(self, changes: list[Change]) -> None:
+        self.queue.enqueue_many(("tree" if c.is_dir else "path", c.source, c.key) for c in changes)
+        self.writer.wake.set()
+
+    def _on_overflow(self) -> None:
+        log.warning("watch_events_lost", action="full rescan queued")
+        self.queue.enqueue("scan")
+        self.writer.wake.set()
+
+    def _start_http(self) -> tuple[uvicorn.Server, threading.Thread]:
+        http = self.config.http
+        config = uvicorn.Config(
+            create_app(self),
+            host=http.host,
+            port=http.port,
+            log_config=None,
+            access_log=False,
+            lifespan="off",
+            timeout_graceful_shutdown=2,
+        )
+        server = uvicorn.Server(config)
+        # Off the main thread uvicorn leaves signals alone; this process handles them.
+        thread = threading.Thread(target=server.run, name="ragd-http", daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 15
+        while not server.started:
+            if not thread.is_alive() or time.monotonic() > deadline:
+                self.stop.set()
+                raise RagdError(
+                    f"cannot listen on {http.listen}",
+                    hint="is another process using the port? set [http] listen",
+                )
+            time.sleep(0.02)
+        return server, thread
+
+    def _start_scheduler(self) -> BackgroundScheduler:
+        schedule = self.config.schedule
+        scheduler = BackgroundScheduler(
+            timezone=UTC,
+            job_defaults={
+                "coalesce": True,
+                "max_instances": 1,
+                "misfire_grace_time": int(schedule.misfire_grace.total_seconds()),
+            },
+        )
+        now = datetime.now(UTC)
+        for job_id, interval, kind in (
+            ("rescan", schedule.rescan_interval, "scan"),
+            ("compact", schedule.compact_interval, "compact"),
+        ):
+            scheduler.add_job(
+                self._enqueue_job,
+                IntervalTrigger(seconds=max(1, int(interval.total_seconds()))),
+                args=[kind],
+                id=job_id,
+                replace_existing=True,
+                next_run_time=now + max(interval, timedelta(seconds=1)),
+            )
+        scheduler.start()
+        return scheduler
+
+    def _enqueue_job(self, kind: str) -> None:
+        self.queue.enqueue(kind)  # type: ignore[arg-type]
+        self.writer.wake.set()
+
+    def _install_signal_handlers(self) -> None:
+        def on_signal(signum: int, frame: FrameType | None) -> None:
+            if self.stop.is_set():
+                os._exit(1)  # a second signal: the operator wants out now
+            self.stop.set()
+
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)

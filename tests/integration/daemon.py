@@ -1,0 +1,164 @@
+"""A real `ragd serve` process for tests: start, wait until ready, query, stop."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import write_config
+
+
+def free_port() -> int:
+    """A TCP port on loopback nobody listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float, interval: float = 0.05) -> Any:
+    """Poll until predicate() is truthy; return its value or fail after timeout seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s")
+        time.sleep(interval)
+
+
+class Served:
+    """One `ragd serve` subprocess on a temp data_dir and a free port."""
+
+    def __init__(
+        self,
+        workdir: Path,
+        root: Path,
+        *,
+        schedule: str = "",
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.port = free_port()
+        self.workdir = workdir
+        self.config = write_config(
+            workdir,
+            root,
+            sections=f'[http]\nlisten = "127.0.0.1:{self.port}"\n\n{schedule}',
+        )
+        self.log_path = workdir / f"serve-{self.port}.log"
+        self.env = dict(os.environ, HF_HUB_OFFLINE="1", RAGD_LOG_FORMAT="json", **(env or {}))
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> Served:
+        """Start the process (does not wait)."""
+        self.log = self.log_path.open("ab")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "ragd", "--config", str(self.config), "serve"],
+            stdout=self.log,
+            stderr=self.log,
+            env=self.env,
+        )
+        return self
+
+    def wait_ready(self, timeout: float = 60) -> Served:
+        """Wait for /healthz to answer ok."""
+
+        def healthy() -> bool:
+            assert self.process is not None
+            if self.process.poll() is not None:
+                raise AssertionError(f"ragd serve exited early:\n{self.log_text()[-3000:]}")
+            try:
+                return bool(self.get("/healthz")["status"] == "ok")
+            except (OSError, urllib.error.URLError):
+                return False
+
+        wait_until(healthy, timeout, interval=0.1)
+        return self
+
+    def wait_scanned(self, timeout: float = 120) -> dict[str, Any]:
+        """Wait until the start-up scan finished and the queue is empty; return the status."""
+
+        def scanned() -> dict[str, Any] | None:
+            status = self.status()
+            daemon = status["daemon"]
+            done = daemon["writer"]["last_scan_at"] and daemon["queue_depth"] == 0
+            return status if done and not daemon["writer"]["busy"] else None
+
+        result: dict[str, Any] = wait_until(scanned, timeout, interval=0.2)
+        return result
+
+    def wait_idle(self, timeout: float = 60) -> dict[str, Any]:
+        """Wait until the queue is empty and the writer is not busy; return the status."""
+
+        def idle() -> dict[str, Any] | None:
+            status = self.status()
+            daemon = status["daemon"]
+            return status if daemon["queue_depth"] == 0 and not daemon["writer"]["busy"] else None
+
+        result: dict[str, Any] = wait_until(idle, timeout, interval=0.2)
+        return result
+
+    def get(self, path: str) -> Any:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=30) as reply:
+            return json.loads(reply.read())
+
+    def status(self) -> dict[str, Any]:
+        result: dict[str, Any] = self.get("/v1/status")
+        return result
+
+    def query(self, text: str, *, mode: str = "bm25", k: int = 10) -> dict[str, Any]:
+        body = json.dumps({"query": text, "mode": mode, "k": k}).encode()
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.port}/v1/query", data=body, method="POST"
+        )
+        with urllib.request.urlopen(request, timeout=30) as reply:
+            result: dict[str, Any] = json.loads(reply.read())
+            return result
+
+    def paths_for(self, text: str) -> list[str]:
+        return [hit["path"] for hit in self.query(text)["results"]]
+
+    def signal(self, signum: int) -> None:
+        assert self.process is not None
+        self.process.send_signal(signum)
+
+    def wait_exit(self, timeout: float) -> int:
+        assert self.process is not None
+        return self.process.wait(timeout)
+
+    def stop(self) -> None:
+        """SIGTERM, then SIGKILL if it does not exit within 15 s; close the log."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        if self.process is not None:
+            self.log.close()
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def events(self, name: str, **match: object) -> list[dict[str, Any]]:
+        """Parsed JSON log events called `name` whose fields match."""
+        found = []
+        for line in self.log_text().splitlines():
+            try:
+                event = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if event.get("event") == name and all(event.get(k) == v for k, v in match.items()):
+                found.append(event)
+        return found

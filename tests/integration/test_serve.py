@@ -1,0 +1,209 @@
+"""`ragd serve` as a real subprocess: watching, re-indexing, lifecycle, sd_notify."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FASTAPI_DOCS
+from tests.integration.daemon import Served, wait_until
+
+TUTORIAL = FASTAPI_DOCS / "docs" / "en" / "docs" / "tutorial"
+
+
+def _small_root(target: Path, files: int = 50) -> Path:
+    """A root with `files` real markdown pages from fastapi-docs."""
+    target.mkdir(parents=True)
+    for source in sorted(TUTORIAL.glob("*.md"))[:files]:
+        shutil.copyfile(source, target / source.name)
+    return target
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Served]:
+    daemon = Served(tmp_path, _small_root(tmp_path / "docs"))
+    daemon.start().wait_ready()
+    daemon.wait_scanned()
+    yield daemon
+    daemon.stop()
+
+
+def test_new_edited_and_deleted_files_reach_queries_without_a_command(
+    served: Served, tmp_path: Path
+) -> None:
+    page = tmp_path / "docs" / "zebra.md"
+
+    page.write_text("# Zebra crossings\n\nPlatypus wranglers cross here.\n")
+    wait_until(lambda: served.paths_for("platypus wranglers") == ["zebra.md"], 10)
+    page.write_text("# Zebra crossings\n\nNarwhal herders cross here now.\n")
+    wait_until(lambda: served.paths_for("narwhal herders") == ["zebra.md"], 10)
+    assert served.paths_for("platypus wranglers") == []
+    page.unlink()
+    wait_until(lambda: served.paths_for("narwhal herders") == [], 10)
+
+
+def _indexed_text(served: Served, word: str) -> str | None:
+    results = served.query(word)["results"]
+    return results[0]["text"] if results else None
+
+
+def test_an_atomic_save_re_indexes_once_with_the_final_content(
+    served: Served, tmp_path: Path
+) -> None:
+    page = tmp_path / "docs" / "atomic.md"
+    temp = tmp_path / "docs" / ".atomic.md.tmp"
+    final = "# Atomic\n\nQuetzal feathers, final version.\n"
+
+    temp.write_text("# Atomic\n\nQuetzal feathers, half writ")
+    with temp.open("a") as handle:
+        handle.write("ten")  # a partial write must never be what gets indexed
+    temp.write_text(final)
+    os.replace(temp, page)
+
+    wait_until(lambda: _indexed_text(served, "quetzal") == "Quetzal feathers, final version.", 10)
+    time.sleep(1.5)  # longer than the debounce: a second re-index would have happened
+    assert len(served.events("document_indexed", doc_id="docs:atomic.md")) == 1
+
+
+def test_a_vim_style_save_re_indexes_once_with_the_final_content(
+    served: Served, tmp_path: Path
+) -> None:
+    page = tmp_path / "docs" / "vim.md"
+    page.write_text("# Vim\n\nOcelot notes, first draft.\n")
+    wait_until(lambda: _indexed_text(served, "ocelot") is not None, 10)
+    before = len(served.events("document_indexed", doc_id="docs:vim.md"))
+
+    backup = tmp_path / "docs" / "vim.md~"
+    page.rename(backup)  # vim: move the original aside,
+    page.write_text("# Vim\n\nOcelot notes, second draft.\n")  # write anew,
+    backup.unlink()  # then drop the backup
+
+    wait_until(lambda: _indexed_text(served, "ocelot") == "Ocelot notes, second draft.", 10)
+    time.sleep(1.5)
+    assert len(served.events("document_indexed", doc_id="docs:vim.md")) == before + 1
+
+
+def test_a_directory_moved_out_and_back_is_removed_then_re_added_without_embedding(
+    served: Served, tmp_path: Path
+) -> None:
+    base = served.status()["sources"][0]["documents"]
+    bulk = tmp_path / "docs" / "bulk"
+    bulk.mkdir()
+    for n in range(200):
+        (bulk / f"page-{n:03}.md").write_text(f"# Page {n}\n\nYak shaving item {n} of many.\n")
+    wait_until(lambda: served.status()["sources"][0]["documents"] == base + 200, 60)
+    embedded = served.wait_idle()["daemon"]["writer"]["chunks_embedded"]
+
+    outside = tmp_path / "outside"
+    bulk.rename(outside)
+    wait_until(lambda: served.status()["sources"][0]["documents"] == base, 30)
+    outside.rename(bulk)
+    wait_until(lambda: served.status()["sources"][0]["documents"] == base + 200, 60)
+
+    status = served.wait_idle()
+    assert status["daemon"]["writer"]["chunks_embedded"] == embedded
+    assert status["stores_agree"] is True
+    assert served.paths_for("yak shaving item 117")[0] == "bulk/page-117.md"
+
+
+def test_a_second_serve_on_the_same_data_dir_exits_2(served: Served, tmp_path: Path) -> None:
+    second = Served(tmp_path, tmp_path / "docs")
+    try:
+        second.start()
+        assert second.wait_exit(30) == 2
+        assert "another ragd process" in second.log_text()
+    finally:
+        second.stop()
+
+
+def _tldr_root(target: Path, files: int) -> Path:
+    import tarfile
+
+    from tests.conftest import SHARED
+
+    with tarfile.open(SHARED / "corpora" / "tldr-pages.tar.gz") as archive:
+        members = [m for m in archive.getmembers() if m.name.startswith("tldr/pages/common/")]
+        archive.extractall(target, members=members[:files], filter="data")
+    return target / "tldr" / "pages" / "common"
+
+
+def test_sigterm_during_a_scan_exits_0_within_10_seconds(tmp_path: Path) -> None:
+    daemon = Served(tmp_path, _tldr_root(tmp_path / "corpus", 4000))
+    try:
+        daemon.start().wait_ready()
+        wait_until(lambda: daemon.events("document_indexed"), 60)
+
+        started = time.monotonic()
+        daemon.signal(signal.SIGTERM)
+        code = daemon.wait_exit(15)
+
+        assert code == 0
+        assert time.monotonic() - started < 10
+        assert not daemon.events("scan_finished")  # it really was stopped mid-scan
+        assert daemon.events("scan_interrupted")
+    finally:
+        daemon.stop()
+
+
+def test_sigkill_while_indexing_then_restart_recovers_with_agreeing_stores(
+    tmp_path: Path,
+) -> None:
+    root = _tldr_root(tmp_path / "corpus", 3000)
+    first = Served(tmp_path, root)
+    try:
+        first.start().wait_ready()
+        wait_until(lambda: first.events("document_indexed"), 60)
+        first.signal(signal.SIGKILL)
+        first.wait_exit(10)
+    finally:
+        first.stop()
+
+    second = Served(tmp_path, root)
+    try:
+        status = second.start().wait_ready().wait_scanned(180)
+        assert status["stores_agree"] is True, status["stores"]
+        assert status["sources"][0]["documents"] == len(list(root.glob("*.md")))
+        assert status["sources"][0]["pending"] == 0
+    finally:
+        second.stop()
+
+
+def test_sd_notify_ready_watchdog_and_stopping(tmp_path: Path) -> None:
+    name = f"ragd-test-{uuid.uuid4().hex}"
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind("\0" + name)
+    sock.settimeout(1.0)
+    daemon = Served(
+        tmp_path,
+        _small_root(tmp_path / "docs", 5),
+        env={"NOTIFY_SOCKET": "@" + name, "WATCHDOG_USEC": "2000000"},
+    )
+    seen: list[str] = []
+
+    def receive_until(message: str, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while message not in seen and time.monotonic() < deadline:
+            try:
+                seen.extend(sock.recv(4096).decode().split("\n"))
+            except TimeoutError:
+                continue
+        assert message in seen, seen
+
+    try:
+        daemon.start()
+        receive_until("READY=1", 60)
+        receive_until("WATCHDOG=1", 10)
+        daemon.signal(signal.SIGTERM)
+        receive_until("STOPPING=1", 10)
+        assert daemon.wait_exit(10) == 0
+    finally:
+        daemon.stop()
+        sock.close()
