@@ -79,9 +79,21 @@ else
     say "creating virtualenv $VENV with $("$PYTHON" -V 2>&1)"
     "$PYTHON" -m venv "$VENV"
 fi
+PIP_TARGET=$SOURCE
+if [[ -d $SOURCE ]]; then
+    # Building in the checkout would leave build/ and *.egg-info there as root, and a stale
+    # build/lib can smuggle deleted modules into the next wheel: build from a clean copy.
+    BUILD_DIR=$(mktemp -d)
+    trap 'rm -rf "$BUILD_DIR"' EXIT
+    say "copying $SOURCE to $BUILD_DIR for a clean build"
+    tar -C "$SOURCE" --exclude=./.git --exclude=./.venv --exclude=./build --exclude='*.egg-info' \
+        --exclude='__pycache__' --exclude='./.*cache' --exclude=./.hypothesis \
+        --exclude=./.ragd-data -cf - . | tar -C "$BUILD_DIR" -xf -
+    PIP_TARGET=$BUILD_DIR
+fi
 say "installing ragd from $SOURCE into $VENV"
 # --upgrade: an upgrade replaces the installed ragd (and pulls newer dependencies it requires).
-"$VENV/bin/python" -m pip install --quiet --upgrade "${PIP_EXTRA[@]}" "$SOURCE"
+"$VENV/bin/python" -m pip install --quiet --upgrade "${PIP_EXTRA[@]}" "$PIP_TARGET"
 [[ -x $VENV/bin/ragd ]] || die "pip did not install the ragd command into $VENV/bin"
 # The venv links to the interpreter it was made with; user ragd must be able to run it (a
 # Python under /root, e.g. pyenv, is not reachable for ragd).
