@@ -254,8 +254,13 @@ def _open_index(directory: Path, *, create: bool) -> tantivy.Index | None:
             return None
         # Index(schema, path) opens an existing index and checks its schema against ours.
         return tantivy.Index(_schema(), path=path, reuse=True)
-    except (OSError, ValueError) as exc:
-        raise StoreError(
-            f"cannot open the Tantivy index at {directory}: {exc}",
-            hint=f"if its schema is from another ragd version, delete {directory} and re-index",
-        ) from exc
+    except OSError as exc:
+        raise StoreError(f"cannot open the Tantivy index at {directory}: {exc}") from exc
+    except ValueError as exc:
+        # Only a schema mismatch warrants a rebuild; permission or I/O trouble does not.
+        hint = (
+            f"its schema is from another ragd version: stop ragd, delete {directory}, re-index"
+            if "schema" in str(exc).lower()
+            else "check the directory's permissions and the disk"
+        )
+        raise StoreError(f"cannot open the Tantivy index at {directory}: {exc}", hint=hint) from exc
