@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, Protocol
 
 from starlette.applications import Starlette
@@ -19,7 +20,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ragd.errors import RagdError, UsageError
+from ragd.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from ragd.search import MODES
+
+OPENAPI = Path(__file__).with_name("openapi.json")
 
 
 class Backend(Protocol):
@@ -40,6 +44,24 @@ class Backend(Protocol):
 
     def health(self) -> dict[str, object]:
         """Liveness and readiness: {"status": "ok" | "starting" | "stopping", ...}."""
+        ...
+
+    def has_webhook_source(self, source: str) -> bool:
+        """True when `source` is a configured webhook source."""
+        ...
+
+    def webhook(
+        self, source: str, headers: Mapping[str, str], body: bytes
+    ) -> tuple[int, dict[str, Any]]:
+        """Handle one delivery; returns (HTTP status, JSON body)."""
+        ...
+
+    def note_webhook(self, source: str, outcome: str) -> None:
+        """Count a delivery refused before it reached `webhook` (e.g. too large)."""
+        ...
+
+    def metrics_text(self) -> bytes:
+        """The Prometheus text exposition."""
         ...
 
 
@@ -114,6 +136,28 @@ def create_app(backend: Backend) -> Starlette:
         except RagdError as exc:
             return _error(503, str(exc))
 
+    async def webhook(request: Request) -> Response:
+        source = request.path_params["source"]
+        if not backend.has_webhook_source(source):
+            status, answer = await run_in_threadpool(backend.webhook, source, {}, b"")
+            return JSONResponse(answer, status_code=status)
+        try:
+            body = await read_body(request, backend.max_body_bytes)
+        except HTTPException as exc:
+            if exc.status_code == 413:
+                backend.note_webhook(source, "too_large")
+            raise
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        status, answer = await run_in_threadpool(backend.webhook, source, headers, body)
+        return JSONResponse(answer, status_code=status)
+
+    async def metrics(request: Request) -> Response:
+        body = await run_in_threadpool(backend.metrics_text)
+        return Response(body, media_type=METRICS_CONTENT_TYPE)
+
+    async def openapi(request: Request) -> Response:
+        return Response(OPENAPI.read_bytes(), media_type="application/json")
+
     async def healthz(request: Request) -> Response:
         health = backend.health()
         return JSONResponse(health, status_code=200 if health.get("status") == "ok" else 503)
@@ -130,6 +174,9 @@ def create_app(backend: Backend) -> Starlette:
             Route("/healthz", healthz, methods=["GET"]),
             Route("/v1/query", query, methods=["POST"]),
             Route("/v1/status", status, methods=["GET"]),
+            Route("/v1/webhooks/{source}", webhook, methods=["POST"]),
+            Route("/metrics", metrics, methods=["GET"]),
+            Route("/openapi.json", openapi, methods=["GET"]),
         ],
         exception_handlers={HTTPException: http_error, Exception: server_error},
     )

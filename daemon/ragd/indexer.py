@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -27,7 +27,7 @@ from ragd.folders import FileStat, FolderSource, Listing
 from ragd.keywords import KeywordRow
 from ragd.manifest import ChunkRecord, DocumentRecord, DocumentWrite
 from ragd.parsers import UnsupportedDocument
-from ragd.pipeline import Pipeline, chunk_id, content_hash, embed_key
+from ragd.pipeline import Pipeline, ProcessedDocument, chunk_id, content_hash, embed_key
 from ragd.stores import WriterStores, reconcile
 from ragd.vectors import VectorRow
 
@@ -51,6 +51,27 @@ class DocumentEvent:
 
 EventFn = Callable[[DocumentEvent], None]
 
+_SUFFIX_FOR_TYPE = {"text/markdown": ".md", "text/html": ".html", "text/plain": ".txt"}
+
+
+@dataclass(frozen=True, slots=True)
+class EntryUpdate:
+    """A CMS entry to apply: its content (already fetched), or its deletion.
+
+    `version` (the entry's updated_at as sortable text) orders deliveries: an update
+    older than the last applied one for the same entry is ignored. `error` records a
+    fetch that failed; the entry is then marked failed with that reason.
+    """
+
+    key: str
+    uri: str
+    deleted: bool = False
+    title: str | None = None
+    data: bytes | None = None
+    content_type: str = "text/markdown"
+    version: str | None = None
+    error: str | None = None
+
 
 @dataclass
 class IndexReport:
@@ -61,6 +82,7 @@ class IndexReport:
     unchanged: int = 0
     deleted: int = 0
     failed: int = 0
+    ignored: int = 0
     embedded: int = 0
     reused: int = 0
     chunks_deleted: int = 0
@@ -210,6 +232,89 @@ class Indexer:
             report.errors.append(str(exc))
         return self._finish()
 
+    def apply_entries(self, source: str, updates: Sequence[EntryUpdate]) -> IndexReport:
+        """Apply CMS entry upserts and deletes of one webhook source, newest version wins."""
+        self._begin(reconcile=False)
+        for update in updates:
+            if self._stopping():
+                break
+            self._apply_entry(source, update)
+        return self._finish()
+
+    def _apply_entry(self, source: str, update: EntryUpdate) -> None:
+        doc_id = f"{source}:{update.key}"
+        if not self._first_time(doc_id):
+            return
+        applied = self.manifest.entry_version(doc_id)
+        if update.version is not None and applied is not None and update.version < applied:
+            self._report.ignored += 1  # an older delivery arriving late must not win
+            return
+        record = self.manifest.document(doc_id)
+        base = DocumentWrite(
+            doc_id=doc_id,
+            source=source,
+            key=update.key,
+            uri=update.uri,
+            status="deleted",
+            entry_version=update.version,
+        )
+        if update.deleted:
+            if record is not None:
+                self._report.deleted += 1
+                self._enqueue(base, (), record)
+            return
+        if update.error is not None or update.data is None:
+            self._report.failed += 1
+            reason = update.error or "no content"
+            self._enqueue(
+                replace(base, status="failed", error=reason, fingerprint=self.pipeline.fingerprint),
+                (),
+                record,
+            )
+            return
+        digest = content_hash(update.data)
+        fingerprint = self.pipeline.fingerprint
+        if (
+            record is not None
+            and record.status == "indexed"
+            and record.content_hash == digest
+            and record.fingerprint == fingerprint
+            and (update.title or record.title) == record.title
+        ):
+            self._unchanged(doc_id, len(update.data), 0)
+            return
+        suffix = _SUFFIX_FOR_TYPE.get(update.content_type, ".txt")
+        try:
+            processed = self.pipeline.process(update.data, f"{update.key}{suffix}")
+        except UnsupportedDocument as exc:
+            self._report.failed += 1
+            self._enqueue(
+                replace(
+                    base,
+                    status="failed",
+                    error=exc.reason,
+                    content_hash=digest,
+                    fingerprint=fingerprint,
+                ),
+                (),
+                record,
+            )
+            return
+        if record is None or record.content_hash is None:
+            self._report.added += 1
+        else:
+            self._report.changed += 1
+        write = replace(
+            base,
+            status="indexed",
+            title=update.title or processed.title,
+            size=len(update.data),
+            content_hash=digest,
+            fingerprint=fingerprint,
+            chunks=self._chunk_records(doc_id, processed),
+        )
+        self._enqueue(write, tuple(c.embed_text for c in processed.chunks), record)
+
     def reconcile(self) -> None:
         """Make the search stores list exactly the manifest's chunks (after a crash)."""
         reconcile(self.manifest, self.stores.vectors(self.embedder.dim), self.stores.keywords())
@@ -307,18 +412,7 @@ class Indexer:
             )
             return
         setattr(self._report, kind, getattr(self._report, kind) + 1)
-        model = self.embedder.identity
-        chunks = tuple(
-            ChunkRecord(
-                chunk_id=chunk_id(doc_id, c.ordinal, c.embed_text),
-                doc_id=doc_id,
-                ordinal=c.ordinal,
-                heading_path=c.heading_path,
-                text=c.text,
-                embed_key=embed_key(model, c.embed_text),
-            )
-            for c in processed.chunks
-        )
+        chunks = self._chunk_records(doc_id, processed)
         write = DocumentWrite(
             doc_id=doc_id,
             source=source.name,
@@ -333,6 +427,20 @@ class Indexer:
             chunks=chunks,
         )
         self._enqueue(write, tuple(c.embed_text for c in processed.chunks), record, started)
+
+    def _chunk_records(self, doc_id: str, processed: ProcessedDocument) -> tuple[ChunkRecord, ...]:
+        model = self.embedder.identity
+        return tuple(
+            ChunkRecord(
+                chunk_id=chunk_id(doc_id, c.ordinal, c.embed_text),
+                doc_id=doc_id,
+                ordinal=c.ordinal,
+                heading_path=c.heading_path,
+                text=c.text,
+                embed_key=embed_key(model, c.embed_text),
+            )
+            for c in processed.chunks
+        )
 
     def _emit(self, event: DocumentEvent) -> None:
         if self.on_event is not None:

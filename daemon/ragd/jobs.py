@@ -19,7 +19,7 @@ from typing import Literal
 
 from ragd.manifest import Manifest, utc_now
 
-JobKind = Literal["scan", "path", "tree", "compact"]
+JobKind = Literal["scan", "path", "tree", "compact", "entry"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -30,8 +30,30 @@ CREATE TABLE IF NOT EXISTS jobs (
     generation INTEGER NOT NULL DEFAULT 0,
     attempts INTEGER NOT NULL DEFAULT 0,
     enqueued_at TEXT NOT NULL,
+    payload TEXT,
+    version TEXT,
     UNIQUE (kind, source, key)
 );
+CREATE TABLE IF NOT EXISTS deliveries (
+    source TEXT NOT NULL,
+    delivery_id TEXT NOT NULL,
+    received_at TEXT NOT NULL,
+    PRIMARY KEY (source, delivery_id)
+);
+"""
+
+# A re-enqueued job keeps the payload with the newest version (e.g. a CMS entry's
+# updated_at); without versions, the latest arrival wins.
+_UPSERT = """
+INSERT INTO jobs (kind, source, key, payload, version, enqueued_at) VALUES (?, ?, ?, ?, ?, ?)
+ON CONFLICT (kind, source, key) DO UPDATE SET
+    generation = generation + 1,
+    payload = CASE WHEN excluded.version IS NULL OR jobs.version IS NULL
+                     OR excluded.version >= jobs.version
+                   THEN excluded.payload ELSE jobs.payload END,
+    version = CASE WHEN excluded.version IS NULL OR jobs.version IS NULL
+                     OR excluded.version >= jobs.version
+                   THEN excluded.version ELSE jobs.version END
 """
 
 
@@ -40,7 +62,8 @@ class Job:
     """One unit of pending work.
 
     kinds: `scan` (every source, in full), `path` (one file key of a source),
-    `tree` (everything under a directory key of a source), `compact` (store housekeeping).
+    `tree` (everything under a directory key of a source), `compact` (store housekeeping),
+    `entry` (a CMS entry to upsert or delete; `payload` holds the delivery as JSON).
     """
 
     job_id: int
@@ -50,6 +73,8 @@ class Job:
     generation: int
     attempts: int
     enqueued_at: str
+    payload: str | None = None
+    version: str | None = None
 
 
 class JobQueue:
@@ -79,27 +104,65 @@ class JobQueue:
 
     def enqueue_many(self, jobs: Iterable[tuple[JobKind, str, str]]) -> None:
         """Add jobs in one transaction; a job already waiting gets a new generation."""
-        rows = [(kind, source, key, utc_now()) for kind, source, key in jobs]
+        rows = [(kind, source, key, None, None, utc_now()) for kind, source, key in jobs]
         if not rows:
             return
         with self._lock:
             self._conn.execute("BEGIN IMMEDIATE")
             try:
-                self._conn.executemany(
-                    "INSERT INTO jobs (kind, source, key, enqueued_at) VALUES (?, ?, ?, ?) "
-                    "ON CONFLICT (kind, source, key) DO UPDATE SET generation = generation + 1",
-                    rows,
-                )
+                self._conn.executemany(_UPSERT, rows)
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
             self._conn.execute("COMMIT")
 
+    def accept_delivery(
+        self, source: str, delivery_id: str, key: str, payload: str, version: str | None
+    ) -> bool:
+        """Durably queue a webhook delivery as an `entry` job, once per delivery id.
+
+        Returns False (and queues nothing) when this delivery id was already accepted:
+        senders retry, and a retry must not become a second job.
+        """
+        now = utc_now()
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                seen = (
+                    self._conn.execute(
+                        "INSERT INTO deliveries (source, delivery_id, received_at) VALUES (?, ?, ?) "
+                        "ON CONFLICT DO NOTHING",
+                        (source, delivery_id, now),
+                    ).rowcount
+                    == 0
+                )
+                if not seen:
+                    self._conn.execute(_UPSERT, ("entry", source, key, payload, version, now))
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+        return not seen
+
+    def forget_deliveries(self, older_than: str) -> int:
+        """Drop delivery ids received before `older_than` (senders stop retrying by then)."""
+        with self._lock:
+            return self._conn.execute(
+                "DELETE FROM deliveries WHERE received_at < ?", (older_than,)
+            ).rowcount
+
+    def oldest_enqueued_at(self) -> str | None:
+        """When the oldest waiting job was queued (the index lag starts there)."""
+        with self._lock:
+            row = self._conn.execute("SELECT MIN(enqueued_at) FROM jobs").fetchone()
+        return None if row is None or row[0] is None else str(row[0])
+
     def take(self, limit: int = 500) -> list[Job]:
         """The oldest waiting jobs (they stay queued until `done`)."""
         with self._lock:
             rows = self._conn.execute(
-                "SELECT job_id, kind, source, key, generation, attempts, enqueued_at FROM jobs "
+                "SELECT job_id, kind, source, key, generation, attempts, enqueued_at, payload, "
+                "version FROM jobs "
                 "ORDER BY job_id LIMIT ?",
                 (limit,),
             ).fetchall()
@@ -131,10 +194,10 @@ class JobQueue:
         with self._lock:
             return int(self._conn.execute("SELECT COUNT(*) FROM jobs").fetchone()[0])
 
-    def pending_keys(self, source: str) -> set[str]:
-        """File keys of a source with a change waiting (for the `pending` stale reason)."""
+    def pending_doc_ids(self) -> set[str]:
+        """Documents with a known change not yet applied (for the `pending` stale reason)."""
         with self._lock:
             rows = self._conn.execute(
-                "SELECT key FROM jobs WHERE kind = 'path' AND source = ?", (source,)
-            )
-            return {r[0] for r in rows}
+                "SELECT source, key FROM jobs WHERE kind IN ('path', 'entry')"
+            ).fetchall()
+        return {f"{source}:{key}" for source, key in rows}

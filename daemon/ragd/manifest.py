@@ -53,6 +53,7 @@ CREATE TABLE IF NOT EXISTS chunks (
 CREATE INDEX IF NOT EXISTS chunks_by_doc ON chunks (doc_id, ordinal);
 CREATE INDEX IF NOT EXISTS chunks_by_embed_key ON chunks (embed_key);
 CREATE TABLE IF NOT EXISTS vectors (embed_key TEXT PRIMARY KEY, vector BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS entry_versions (doc_id TEXT PRIMARY KEY, version TEXT NOT NULL);
 """
 
 Vector = npt.NDArray[np.float32]
@@ -126,6 +127,7 @@ class DocumentWrite:
     fingerprint: str | None = None
     error: str | None = None
     chunks: tuple[ChunkRecord, ...] = ()
+    entry_version: str | None = None  # a CMS entry's updated_at; outlives a delete
 
 
 _DOC_COLUMNS = (
@@ -242,6 +244,21 @@ class Manifest:
         ).fetchone()
         return None if row is None else DocumentRecord(*row)
 
+    def source_counts(self) -> dict[str, tuple[int, int]]:
+        """Per source: (live documents, chunks), counted in SQL for cheap scrapes."""
+        counts = {
+            source: (documents, 0)
+            for source, documents in self._conn.execute(
+                "SELECT source, COUNT(*) FROM documents WHERE status != 'deleted' GROUP BY source"
+            )
+        }
+        for source, chunks in self._conn.execute(
+            "SELECT d.source, COUNT(*) FROM chunks c JOIN documents d USING (doc_id) "
+            "GROUP BY d.source"
+        ):
+            counts[source] = (counts.get(source, (0, 0))[0], chunks)
+        return counts
+
     def sources(self) -> list[str]:
         """Names of every source with documents in the manifest."""
         return [r[0] for r in self._conn.execute("SELECT DISTINCT source FROM documents")]
@@ -273,6 +290,12 @@ class Manifest:
         with self._transaction() as conn:
             for w in writes:
                 conn.execute("DELETE FROM chunks WHERE doc_id = ?", (w.doc_id,))
+                if w.entry_version is not None:
+                    conn.execute(
+                        "INSERT INTO entry_versions (doc_id, version) VALUES (?, ?) "
+                        "ON CONFLICT (doc_id) DO UPDATE SET version = excluded.version",
+                        (w.doc_id, w.entry_version),
+                    )
                 if w.status == "deleted":
                     conn.execute("DELETE FROM documents WHERE doc_id = ?", (w.doc_id,))
                     continue
@@ -343,6 +366,13 @@ class Manifest:
                 "UPDATE documents SET status = 'pending' WHERE doc_id = ? AND status = 'indexed'",
                 [(d,) for d in doc_ids],
             )
+
+    def entry_version(self, doc_id: str) -> str | None:
+        """The version (updated_at) of the last applied delivery for a CMS entry."""
+        row = self._conn.execute(
+            "SELECT version FROM entry_versions WHERE doc_id = ?", (doc_id,)
+        ).fetchone()
+        return None if row is None else str(row[0])
 
     # -- chunks ---------------------------------------------------------------------------
 

@@ -10,11 +10,12 @@ a second one exits at once.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from types import FrameType
@@ -25,21 +26,70 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
 from ragd.app import Runtime
-from ragd.errors import RagdError
+from ragd.config import WebhookSourceConfig
+from ragd.errors import ConfigError, RagdError
+from ragd.fetch import EntryFetcher
 from ragd.http_api import create_app
 from ragd.indexer import Indexer
 from ragd.jobs import JobQueue
 from ragd.keywords import KeywordStore
 from ragd.logs import get_logger
-from ragd.manifest import Manifest, format_time
+from ragd.manifest import Manifest, format_time, parse_time
+from ragd.metrics import Metrics, Snapshot
 from ragd.notify import Notifier
 from ragd.search import Mode, Searcher
 from ragd.stores import WriterLock, WriterStores
 from ragd.vectors import VectorStore
 from ragd.watcher import Change, Watcher
+from ragd.webhooks import WebhookAuth, WebhookRejected, authenticate, parse_delivery, secret_key
 from ragd.writer import Writer
 
 log = get_logger("ragd.service")
+
+
+def webhook_auth(source: WebhookSourceConfig) -> WebhookAuth:
+    """Read a webhook source's secret and bearer token (once, at start; never logged)."""
+    secret: bytes | None = None
+    if source.secret_env:
+        text = os.environ.get(source.secret_env)
+        if not text:
+            raise ConfigError(
+                f"sources.{source.name}.secret_env: environment variable {source.secret_env} "
+                "is not set or empty"
+            )
+        secret = secret_key(text.strip())
+    elif source.secret_file is not None:
+        try:
+            secret = secret_key(source.secret_file.read_text().strip())
+        except OSError as exc:
+            raise ConfigError(
+                f"sources.{source.name}.secret_file: cannot read {source.secret_file}: "
+                f"{exc.strerror}"
+            ) from exc
+    token = None
+    if source.bearer_token_env:
+        token = os.environ.get(source.bearer_token_env)
+        if not token:
+            raise ConfigError(
+                f"sources.{source.name}.bearer_token_env: environment variable "
+                f"{source.bearer_token_env} is not set or empty"
+            )
+    if source.insecure_no_signature:
+        return WebhookAuth(scheme="none", secret=None, bearer_token=token)
+    return WebhookAuth(scheme=source.signature, secret=secret, bearer_token=token)
+
+
+def entry_fetcher(source: WebhookSourceConfig) -> EntryFetcher:
+    """The fetcher for a webhook source with a fetch_url (header values read from env)."""
+    assert source.fetch_url is not None
+    headers = {name: os.environ.get(var, "") for name, var in source.fetch_headers_env.items()}
+    return EntryFetcher(
+        source.fetch_url,
+        timeout=source.fetch_timeout.total_seconds(),
+        max_bytes=source.fetch_max_bytes,
+        headers=headers,
+    )
+
 
 STOP_TIMEOUT = 8.0
 
@@ -53,13 +103,13 @@ class Readers:
         self.vectors = VectorStore.open_readonly(paths.lancedb)
         self.keywords = KeywordStore.open_readonly(paths.tantivy)
         self.searcher: Searcher = runtime.searcher(self.manifest, self.vectors, self.keywords)
-        self._lock = threading.Lock()
+        self.lock = threading.Lock()
         self._seen = 0
         self.generation = 0
 
     def search(self, query: str, k: int | None, mode: Mode, exclude_stale: bool) -> Any:
         """Run one query (queries are serialised: they share one SQLite connection)."""
-        with self._lock:
+        with self.lock:
             if self._seen != self.generation:
                 self._seen = self.generation
                 self.vectors.refresh()
@@ -81,6 +131,17 @@ class Daemon:
         self.stop = threading.Event()
         self.started = time.monotonic()
         self.state = "starting"
+        self.webhook_auth = {
+            s.name: webhook_auth(s)
+            for s in self.config.sources
+            if isinstance(s, WebhookSourceConfig)
+        }
+        self.fetchers = {
+            s.name: entry_fetcher(s)
+            for s in self.config.sources
+            if isinstance(s, WebhookSourceConfig) and s.fetch_url
+        }
+        self.metrics = Metrics(self._snapshot)
 
     # -- the backend the HTTP API calls ---------------------------------------------------
 
@@ -90,7 +151,10 @@ class Daemon:
 
     def search(self, query: str, k: int | None, mode: str | None, exclude_stale: bool) -> Any:
         chosen: Mode = mode or self.config.search.mode  # type: ignore[assignment]
-        return self.readers.search(query, k, chosen, exclude_stale).to_json()
+        started = time.perf_counter()
+        result = self.readers.search(query, k, chosen, exclude_stale).to_json()
+        self.metrics.query_seconds.labels(mode=chosen).observe(time.perf_counter() - started)
+        return result
 
     def status(self) -> dict[str, object]:
         report = self.runtime.status().to_json()
@@ -109,6 +173,78 @@ class Daemon:
             },
         }
         return report
+
+    def has_webhook_source(self, source: str) -> bool:
+        return source in self.webhook_auth
+
+    def webhook(
+        self, source: str, headers: Mapping[str, str], body: bytes
+    ) -> tuple[int, dict[str, Any]]:
+        """Authenticate, validate and durably queue one delivery; (status, JSON body)."""
+        outcome, answer = self._webhook(source, headers, body)
+        self.metrics.webhook_deliveries.labels(source=source, outcome=outcome).inc()
+        log.info(
+            "webhook_delivery",
+            source=source,
+            outcome=outcome,
+            status=answer[0],
+            delivery_id=answer[1].get("delivery_id"),
+        )
+        return answer
+
+    def _webhook(
+        self, source: str, headers: Mapping[str, str], body: bytes
+    ) -> tuple[str, tuple[int, dict[str, Any]]]:
+        auth = self.webhook_auth.get(source)
+        if auth is None:
+            return "unknown_source", (404, {"error": f"unknown webhook source '{source}'"})
+        try:
+            delivery_id = authenticate(auth, headers, body, now=time.time())
+        except WebhookRejected as exc:
+            return "unauthorized", (exc.status, {"error": exc.message})
+        try:
+            delivery = parse_delivery(body)
+        except WebhookRejected as exc:
+            return "malformed", (exc.status, {"error": exc.message})
+        if delivery.event == "upsert" and delivery.content is None and source not in self.fetchers:
+            message = "an upsert without content needs fetch_url on the source"
+            return "malformed", (400, {"error": message})
+        payload = json.dumps(
+            {
+                "event": delivery.event,
+                "title": delivery.title,
+                "url": delivery.url,
+                "content": delivery.content,
+                "content_type": delivery.content_type,
+            }
+        )
+        queued = self.queue.accept_delivery(
+            source, delivery_id, delivery.entry_id, payload, delivery.version()
+        )
+        self.writer.wake.set()
+        outcome = "queued" if queued else "duplicate"
+        return outcome, (202, {"status": outcome, "delivery_id": delivery_id})
+
+    def note_webhook(self, source: str, outcome: str) -> None:
+        self.metrics.webhook_deliveries.labels(source=source, outcome=outcome).inc()
+        log.info("webhook_delivery", source=source, outcome=outcome)
+
+    def metrics_text(self) -> bytes:
+        return self.metrics.render()
+
+    def _snapshot(self) -> Snapshot:
+        oldest = self.queue.oldest_enqueued_at()
+        lag = (datetime.now(UTC) - parse_time(oldest)).total_seconds() if oldest else 0.0
+        with self.readers.lock:
+            per_source = self.readers.manifest.source_counts()
+        return Snapshot(
+            per_source=per_source,
+            queue_depth=self.queue.depth(),
+            index_lag_seconds=max(lag, 0.0),
+            chunks_embedded=self.writer.stats.chunks_embedded,
+            chunks_reused=self.writer.stats.chunks_reused,
+            watch_overflows=self.watcher.health().overflows,
+        )
 
     def health(self) -> dict[str, object]:
         watcher = self.watcher.health()
@@ -155,10 +291,9 @@ class Daemon:
             self.queue,
             self.notifier,
             self.stop,
-            compact=lambda: stores.vectors(runtime.embedder.dim).optimize(
-                self.config.schedule.cleanup_older_than
-            ),
+            compact=lambda: self._compact(stores),
             on_commit=self._committed,
+            fetchers=self.fetchers,
         )
         indexer.on_event = self.writer.on_document
         self.watcher = Watcher(runtime.folders, self._on_changes, self._on_overflow)
@@ -195,6 +330,11 @@ class Daemon:
         self.readers.close()
         self.queue.close()
         log.info("stopped", writer_finished=not self.writer.is_alive())
+
+    def _compact(self, stores: WriterStores) -> None:
+        stores.vectors(self.runtime.embedder.dim).optimize(self.config.schedule.cleanup_older_than)
+        # Senders retry for about three days; older delivery ids can no longer repeat.
+        self.queue.forget_deliveries(format_time(datetime.now(UTC) - timedelta(days=4)))
 
     def _committed(self) -> None:
         self.readers.generation += 1

@@ -2,20 +2,24 @@
 
 Owns the loop that takes jobs from the durable queue and does them with the Indexer:
 a `scan` job runs a full pass (it covers any path jobs taken with it), `path`/`tree`
-jobs sync those paths, `compact` runs LanceDB housekeeping. Jobs leave the queue only
+jobs sync those paths, `entry` jobs apply CMS deliveries (fetching content a delivery
+did not carry), `compact` runs LanceDB housekeeping. Jobs leave the queue only
 when done, so a crash or a stop mid-job means the job runs again after the restart.
 The loop pings the systemd watchdog, so a hung writer gets the service restarted.
 """
 
 from __future__ import annotations
 
+import json
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from ragd.indexer import DocumentEvent, Indexer, IndexReport
+from ragd.errors import DocumentError
+from ragd.fetch import EntryFetcher
+from ragd.indexer import DocumentEvent, EntryUpdate, Indexer, IndexReport
 from ragd.jobs import Job, JobQueue
 from ragd.logs import get_logger
 from ragd.manifest import format_time
@@ -60,6 +64,7 @@ class Writer(threading.Thread):
         *,
         compact: Callable[[], None],
         on_commit: Callable[[], None],
+        fetchers: Mapping[str, EntryFetcher] | None = None,
     ) -> None:
         super().__init__(name="ragd-writer", daemon=True)
         self.indexer = indexer
@@ -70,6 +75,7 @@ class Writer(threading.Thread):
         self.stats = WriterStats()
         self._compact = compact
         self._on_commit = on_commit
+        self.fetchers = dict(fetchers or {})
 
     def run(self) -> None:
         """The loop: take jobs, do them, mark them done; back off on errors."""
@@ -102,31 +108,77 @@ class Writer(threading.Thread):
     def _do(self, jobs: list[Job]) -> bool:
         """Do a batch of jobs; False when a stop interrupted it (the jobs stay queued)."""
         kinds = {j.kind for j in jobs}
-        reports: list[IndexReport] = []
+        reports = self._apply_entries([j for j in jobs if j.kind == "entry"])
         if "scan" in kinds:
-            report = self.indexer.run()
-            reports.append(report)
-            if not report.interrupted:
-                self.stats.last_scan_at = format_time(datetime.now(UTC))
-            log.info(
-                "scan_interrupted" if report.interrupted else "scan_finished", **report.to_json()
-            )
+            reports.append(self._scan())  # a full pass covers the path and tree hints too
         else:
-            by_source: dict[str, tuple[list[str], list[str]]] = {}
-            for job in jobs:
-                keys, trees = by_source.setdefault(job.source, ([], []))
-                if job.kind == "path":
-                    keys.append(job.key)
-                elif job.kind == "tree":
-                    trees.append(job.key)
-            for source, (keys, trees) in by_source.items():
-                reports.append(self.indexer.sync(source, keys=keys, trees=trees))
+            reports.extend(self._sync_paths([j for j in jobs if j.kind in ("path", "tree")]))
         if "compact" in kinds and not self.stop.is_set():
             self._compact()
             log.info("compacted")
         for report in reports:
             self._account(report)
         return not any(r.interrupted for r in reports)
+
+    def _scan(self) -> IndexReport:
+        report = self.indexer.run()
+        if not report.interrupted:
+            self.stats.last_scan_at = format_time(datetime.now(UTC))
+        event = "scan_interrupted" if report.interrupted else "scan_finished"
+        log.info(event, **report.to_json())
+        return report
+
+    def _sync_paths(self, jobs: list[Job]) -> list[IndexReport]:
+        by_source: dict[str, tuple[list[str], list[str]]] = {}
+        for job in jobs:
+            keys, trees = by_source.setdefault(job.source, ([], []))
+            (keys if job.kind == "path" else trees).append(job.key)
+        return [
+            self.indexer.sync(source, keys=keys, trees=trees)
+            for source, (keys, trees) in by_source.items()
+        ]
+
+    def _apply_entries(self, jobs: list[Job]) -> list[IndexReport]:
+        by_source: dict[str, list[EntryUpdate]] = {}
+        for job in jobs:
+            by_source.setdefault(job.source, []).append(self._entry_update(job))
+        reports = []
+        for source, updates in by_source.items():
+            report = self.indexer.apply_entries(source, updates)
+            if report.ignored:
+                log.info("stale_deliveries_ignored", source=source, count=report.ignored)
+            reports.append(report)
+        return reports
+
+    def _entry_update(self, job: Job) -> EntryUpdate:
+        """Turn a queued delivery into an update, fetching its content if it came without."""
+        delivery = json.loads(job.payload or "{}")
+        fetcher = self.fetchers.get(job.source)
+        uri = delivery.get("url") or (fetcher.url_for(job.key) if fetcher else "")
+        uri = uri or f"urn:ragd:{job.source}:{job.key}"
+        update = EntryUpdate(
+            key=job.key,
+            uri=uri,
+            deleted=delivery.get("event") == "delete",
+            title=delivery.get("title"),
+            version=job.version,
+        )
+        if update.deleted:
+            return update
+        content = delivery.get("content")
+        if content is not None:
+            return replace(
+                update,
+                data=content.encode(),
+                content_type=delivery.get("content_type") or "text/markdown",
+            )
+        if fetcher is None:
+            return replace(update, error="delivery has no content and the source no fetch_url")
+        try:
+            data, content_type = fetcher.fetch(job.key)
+        except DocumentError as exc:
+            return replace(update, error=exc.message)
+        return replace(update, data=data, content_type=content_type)
 
     def _account(self, report: IndexReport) -> None:
         self.stats.chunks_embedded += report.embedded

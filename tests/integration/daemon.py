@@ -47,6 +47,7 @@ class Served:
         *,
         schedule: str = "",
         env: dict[str, str] | None = None,
+        extra_sources: str = "",
     ) -> None:
         self.port = free_port()
         self.workdir = workdir
@@ -54,6 +55,7 @@ class Served:
             workdir,
             root,
             sections=f'[http]\nlisten = "127.0.0.1:{self.port}"\n\n{schedule}',
+            extra=extra_sources,
         )
         self.log_path = workdir / f"serve-{self.port}.log"
         self.env = dict(os.environ, HF_HUB_OFFLINE="1", RAGD_LOG_FORMAT="json", **(env or {}))
@@ -108,6 +110,10 @@ class Served:
         result: dict[str, Any] = wait_until(idle, timeout, interval=0.2)
         return result
 
+    def get_text(self, path: str) -> str:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=30) as reply:
+            return str(reply.read().decode())
+
     def get(self, path: str) -> Any:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=30) as reply:
             return json.loads(reply.read())
@@ -124,6 +130,17 @@ class Served:
         with urllib.request.urlopen(request, timeout=30) as reply:
             result: dict[str, Any] = json.loads(reply.read())
             return result
+
+    def post(self, path: str, body: bytes, headers: dict[str, str]) -> tuple[int, Any]:
+        """POST raw bytes; (status, parsed JSON body) whatever the status."""
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.port}{path}", data=body, headers=headers, method="POST"
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=30) as reply:
+                return reply.status, json.loads(reply.read())
+        except urllib.error.HTTPError as error:
+            return error.code, json.loads(error.read() or b"null")
 
     def paths_for(self, text: str) -> list[str]:
         return [hit["path"] for hit in self.query(text)["results"]]
