@@ -132,8 +132,14 @@ def query(
     is_flag=True,
     help="Print one line; exit 1 if anything is stale or failed or the stores disagree.",
 )
+@click.option(
+    "--stale",
+    "list_stale",
+    is_flag=True,
+    help="List the stale documents: path, reasons, indexed_at.",
+)
 @click.pass_obj
-def status(state: _State, as_json: bool, check: bool) -> int:
+def status(state: _State, as_json: bool, check: bool, list_stale: bool) -> int:
     """Report documents, chunks, failures and staleness per source, and store agreement.
 
     Works with or without a running daemon (it only reads).
@@ -144,6 +150,10 @@ def status(state: _State, as_json: bool, check: bool) -> int:
         click.echo(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
     elif check:
         click.echo(line)
+    elif list_stale:
+        for source in report.sources:
+            for path, reasons, indexed_at in source.stale_documents:
+                click.echo(f"{source.name}:{path}\t{','.join(reasons)}\t{indexed_at or 'never'}")
     else:
         click.echo(_status_text(report))
     return code if check else EXIT_OK
@@ -249,6 +259,10 @@ def _status_text(report: StatusReport) -> str:
             lines.append(f"empty   {s.name}:{path}: no text to index")
         for reason, count in s.stale_by_reason.items():
             lines.append(f"stale   {s.name}: {count} documents ({reason})")
+    lines.append(
+        f"last full scan: {report.last_full_scan_at or 'never'}; queued jobs: "
+        f"{report.queue_depth} (index lag {report.index_lag_seconds:.0f}s)"
+    )
     agreement = report.agreement
     lines.append(
         f"stores: {'agree' if agreement.agree else 'DISAGREE'} "

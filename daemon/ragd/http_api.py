@@ -116,67 +116,78 @@ def _query_args(payload: Mapping[str, Any]) -> tuple[str, int | None, str | None
     return query, k, mode, exclude_stale
 
 
-def create_app(backend: Backend) -> Starlette:
-    """The ASGI application for a backend."""
+class _Endpoints:
+    """The route handlers, bound to one backend."""
 
-    async def query(request: Request) -> Response:
-        payload = _json_object(await read_body(request, backend.max_body_bytes))
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+
+    async def query(self, request: Request) -> Response:
+        payload = _json_object(await read_body(request, self.backend.max_body_bytes))
         query_text, k, mode, exclude_stale = _query_args(payload)
         try:
-            result = await run_in_threadpool(backend.search, query_text, k, mode, exclude_stale)
+            result = await run_in_threadpool(
+                self.backend.search, query_text, k, mode, exclude_stale
+            )
         except UsageError as exc:
             return _error(400, str(exc))
         except RagdError as exc:
             return _error(503, str(exc))
         return JSONResponse(result)
 
-    async def status(request: Request) -> Response:
+    async def status(self, request: Request) -> Response:
         try:
-            return JSONResponse(await run_in_threadpool(backend.status))
+            return JSONResponse(await run_in_threadpool(self.backend.status))
         except RagdError as exc:
             return _error(503, str(exc))
 
-    async def webhook(request: Request) -> Response:
+    async def webhook(self, request: Request) -> Response:
         source = request.path_params["source"]
-        if not backend.has_webhook_source(source):
-            status, answer = await run_in_threadpool(backend.webhook, source, {}, b"")
+        if not self.backend.has_webhook_source(source):
+            status, answer = await run_in_threadpool(self.backend.webhook, source, {}, b"")
             return JSONResponse(answer, status_code=status)
         try:
-            body = await read_body(request, backend.max_body_bytes)
+            body = await read_body(request, self.backend.max_body_bytes)
         except HTTPException as exc:
             if exc.status_code == 413:
-                backend.note_webhook(source, "too_large")
+                self.backend.note_webhook(source, "too_large")
             raise
         headers = {k.lower(): v for k, v in request.headers.items()}
-        status, answer = await run_in_threadpool(backend.webhook, source, headers, body)
+        status, answer = await run_in_threadpool(self.backend.webhook, source, headers, body)
         return JSONResponse(answer, status_code=status)
 
-    async def metrics(request: Request) -> Response:
-        body = await run_in_threadpool(backend.metrics_text)
+    async def metrics(self, request: Request) -> Response:
+        body = await run_in_threadpool(self.backend.metrics_text)
         return Response(body, media_type=METRICS_CONTENT_TYPE)
 
-    async def openapi(request: Request) -> Response:
+    async def openapi(self, request: Request) -> Response:
         return Response(OPENAPI.read_bytes(), media_type="application/json")
 
-    async def healthz(request: Request) -> Response:
-        health = backend.health()
+    async def healthz(self, request: Request) -> Response:
+        health = self.backend.health()
         return JSONResponse(health, status_code=200 if health.get("status") == "ok" else 503)
 
-    async def http_error(request: Request, exc: Exception) -> Response:
-        assert isinstance(exc, HTTPException)
-        return _error(exc.status_code, str(exc.detail))
 
-    async def server_error(request: Request, exc: Exception) -> Response:
-        return _error(500, f"internal error: {type(exc).__name__}")
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    return _error(exc.status_code, str(exc.detail))
 
+
+async def _server_error(request: Request, exc: Exception) -> Response:
+    return _error(500, f"internal error: {type(exc).__name__}")
+
+
+def create_app(backend: Backend) -> Starlette:
+    """The ASGI application for a backend."""
+    api = _Endpoints(backend)
     return Starlette(
         routes=[
-            Route("/healthz", healthz, methods=["GET"]),
-            Route("/v1/query", query, methods=["POST"]),
-            Route("/v1/status", status, methods=["GET"]),
-            Route("/v1/webhooks/{source}", webhook, methods=["POST"]),
-            Route("/metrics", metrics, methods=["GET"]),
-            Route("/openapi.json", openapi, methods=["GET"]),
+            Route("/healthz", api.healthz, methods=["GET"]),
+            Route("/v1/query", api.query, methods=["POST"]),
+            Route("/v1/status", api.status, methods=["GET"]),
+            Route("/v1/webhooks/{source}", api.webhook, methods=["POST"]),
+            Route("/metrics", api.metrics, methods=["GET"]),
+            Route("/openapi.json", api.openapi, methods=["GET"]),
         ],
-        exception_handlers={HTTPException: http_error, Exception: server_error},
+        exception_handlers={HTTPException: _http_error, Exception: _server_error},
     )

@@ -25,7 +25,7 @@ from ragd.embedding import Embedder
 from ragd.errors import DocumentError, RagdError, SourceError
 from ragd.folders import FileStat, FolderSource, Listing
 from ragd.keywords import KeywordRow
-from ragd.manifest import ChunkRecord, DocumentRecord, DocumentWrite
+from ragd.manifest import ChunkRecord, DocumentRecord, DocumentWrite, utc_now
 from ragd.parsers import UnsupportedDocument
 from ragd.pipeline import Pipeline, ProcessedDocument, chunk_id, content_hash, embed_key
 from ragd.stores import WriterStores, reconcile
@@ -188,6 +188,8 @@ class Indexer:
                 if progress is not None:
                     progress(done, total)
             self._delete_unlisted(listing, known)
+        if not report.interrupted and not report.errors:
+            self.manifest.set_meta("last_full_scan_at", utc_now())
         if full and not report.interrupted:
             configured = {s.name for s in self.sources}
             for name in set(self.manifest.sources()) - configured:

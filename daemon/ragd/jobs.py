@@ -130,8 +130,8 @@ class JobQueue:
             try:
                 seen = (
                     self._conn.execute(
-                        "INSERT INTO deliveries (source, delivery_id, received_at) VALUES (?, ?, ?) "
-                        "ON CONFLICT DO NOTHING",
+                        "INSERT INTO deliveries (source, delivery_id, received_at) "
+                        "VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
                         (source, delivery_id, now),
                     ).rowcount
                     == 0
@@ -193,11 +193,3 @@ class JobQueue:
         """How many jobs are waiting."""
         with self._lock:
             return int(self._conn.execute("SELECT COUNT(*) FROM jobs").fetchone()[0])
-
-    def pending_doc_ids(self) -> set[str]:
-        """Documents with a known change not yet applied (for the `pending` stale reason)."""
-        with self._lock:
-            rows = self._conn.execute(
-                "SELECT source, key FROM jobs WHERE kind IN ('path', 'entry')"
-            ).fetchall()
-        return {f"{source}:{key}" for source, key in rows}

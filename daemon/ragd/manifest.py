@@ -374,6 +374,31 @@ class Manifest:
         ).fetchone()
         return None if row is None else str(row[0])
 
+    def pending_doc_ids(self) -> set[str]:
+        """Documents with a queued change not yet applied (read from the jobs table)."""
+        try:
+            rows = self._conn.execute(
+                "SELECT source, key FROM jobs WHERE kind IN ('path', 'entry')"
+            ).fetchall()
+        except sqlite3.OperationalError:
+            return set()  # no daemon has ever queued work here
+        return {f"{source}:{key}" for source, key in rows}
+
+    def queued_jobs(self) -> tuple[dict[str, int], str | None]:
+        """Waiting jobs per source ('' for whole-index jobs) and when the oldest was queued."""
+        try:
+            per_source = dict(
+                self._conn.execute("SELECT source, COUNT(*) FROM jobs GROUP BY source").fetchall()
+            )
+            oldest = self._conn.execute("SELECT MIN(enqueued_at) FROM jobs").fetchone()[0]
+        except sqlite3.OperationalError:
+            return {}, None
+        return per_source, oldest
+
+    def last_full_scan_at(self) -> str | None:
+        """When the last complete indexing pass over every source finished."""
+        return self.get_meta("last_full_scan_at")
+
     # -- chunks ---------------------------------------------------------------------------
 
     def chunk_ids(self) -> set[str]:

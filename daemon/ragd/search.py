@@ -147,6 +147,7 @@ class Searcher:
         now = datetime.now(UTC)
         rows = self.manifest.chunks([f.item for f in fused])
         documents: dict[str, DocumentRecord | None] = {}
+        pending = self.manifest.pending_doc_ids()
         for f in fused:
             chunk = rows.get(f.item)
             if chunk is None:
@@ -157,7 +158,11 @@ class Searcher:
             if doc is None:
                 continue
             reasons = stale_reasons(
-                doc, policy=self.policies.get(doc.source), fingerprint=self.fingerprint, now=now
+                doc,
+                policy=self.policies.get(doc.source),
+                fingerprint=self.fingerprint,
+                now=now,
+                pending=doc.doc_id in pending,
             )
             if reasons and exclude_stale:
                 excluded += 1

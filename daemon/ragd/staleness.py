@@ -35,18 +35,20 @@ def stale_reasons(
     policy: SourcePolicy | None,
     fingerprint: str,
     now: datetime,
+    pending: bool = False,
     verify_content: bool = True,
 ) -> list[str]:
     """Every reason the document's indexed chunks may be stale, or [] when fresh.
 
     For folder sources the file is re-checked: a different size or mtime is confirmed by
     hashing the file (cheap for the k documents of a query) unless `verify_content` is off,
-    as it is for whole-index reports.
+    as it is for whole-index reports. `pending` says a change to it is queued (a watch
+    event or a webhook delivery not yet applied).
     """
     reasons: list[str] = []
     if policy is not None and policy.folder is not None:
         reasons.extend(_file_reasons(doc, policy.folder, verify_content=verify_content))
-    if doc.status == "pending":
+    if pending or doc.status == "pending":
         reasons.append(PENDING)
     if policy is not None and _older_than(doc.checked_at or doc.indexed_at, policy.max_age, now):
         reasons.append(MAX_AGE)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from ragd.keywords import KeywordStore
-from ragd.manifest import DocumentRecord, Manifest, format_time
+from ragd.manifest import DocumentRecord, Manifest, format_time, parse_time
 from ragd.staleness import SourcePolicy, stale_reasons
 from ragd.stores import Agreement, compare_stores
 from ragd.vectors import VectorStore
@@ -41,9 +41,12 @@ class SourceStatus:
     stale: int
     stale_by_reason: dict[str, int]
     last_indexed_at: str | None
+    median_indexed_at: str | None
     oldest_indexed_at: str | None
     failed_documents: list[tuple[str, str]]
     empty_documents: list[str]
+    stale_documents: list[tuple[str, list[str], str | None]]  # path, reasons, indexed_at
+    pending_jobs: int
 
     def to_json(self) -> dict[str, object]:
         """The source object of the status contract."""
@@ -60,10 +63,15 @@ class SourceStatus:
             "stale": self.stale,
             "stale_by_reason": self.stale_by_reason,
             "empty": len(self.empty_documents),
+            "pending_jobs": self.pending_jobs,
             "last_indexed_at": self.last_indexed_at,
+            "median_indexed_at": self.median_indexed_at,
             "oldest_indexed_at": self.oldest_indexed_at,
             "failed_documents": [{"path": p, "error": e} for p, e in self.failed_documents],
             "empty_documents": self.empty_documents,
+            "stale_documents": [
+                {"path": p, "reasons": r, "indexed_at": t} for p, r, t in self.stale_documents
+            ],
         }
 
 
@@ -75,6 +83,9 @@ class StatusReport:
     fingerprint: str
     agreement: Agreement
     sources: list[SourceStatus]
+    last_full_scan_at: str | None
+    queue_depth: int
+    index_lag_seconds: float
 
     @property
     def documents(self) -> int:
@@ -95,6 +106,9 @@ class StatusReport:
             "fingerprint": self.fingerprint,
             "stores_agree": self.agreement.agree,
             "stores": self.agreement.to_json(),
+            "last_full_scan_at": self.last_full_scan_at,
+            "queue_depth": self.queue_depth,
+            "index_lag_seconds": round(self.index_lag_seconds, 3),
             "documents": self.documents,
             "stale": self.stale,
             "failed": self.failed,
@@ -128,14 +142,27 @@ def build_status(
         by_source.setdefault(doc.source, []).append(doc)
     configured: Mapping[str, SourceInfo] = {s.name: s for s in sources}
     names = [s.name for s in sources] + sorted(set(by_source) - set(configured))
+    pending = manifest.pending_doc_ids()
+    jobs, oldest_job = manifest.queued_jobs()
     return StatusReport(
         generated_at=format_time(now),
         fingerprint=fingerprint,
         agreement=compare_stores(manifest, vectors, keywords),
         sources=[
-            _source_status(name, configured.get(name), by_source.get(name, []), fingerprint, now)
+            _source_status(
+                name,
+                configured.get(name),
+                by_source.get(name, []),
+                fingerprint,
+                now,
+                pending,
+                jobs.get(name, 0),
+            )
             for name in names
         ],
+        last_full_scan_at=manifest.last_full_scan_at(),
+        queue_depth=sum(jobs.values()),
+        index_lag_seconds=(now - parse_time(oldest_job)).total_seconds() if oldest_job else 0.0,
     )
 
 
@@ -145,10 +172,12 @@ def _source_status(
     docs: list[DocumentRecord],
     fingerprint: str,
     now: datetime,
+    pending: set[str],
+    pending_jobs: int,
 ) -> SourceStatus:
     live = [d for d in docs if d.status != "deleted"]
     reasons: Counter[str] = Counter()
-    stale = 0
+    stale_documents: list[tuple[str, list[str], str | None]] = []
     for doc in live:
         if doc.status == "failed":
             continue
@@ -157,10 +186,12 @@ def _source_status(
             policy=info.policy if info else None,
             fingerprint=fingerprint,
             now=now,
+            pending=doc.doc_id in pending,
             verify_content=False,
         )
         reasons.update(found)
-        stale += bool(found)
+        if found:
+            stale_documents.append((doc.key, found, doc.indexed_at))
     indexed_times = sorted(d.indexed_at for d in live if d.indexed_at)
     indexed = [d for d in live if d.status == "indexed"]
     return SourceStatus(
@@ -170,10 +201,13 @@ def _source_status(
         indexed=len(indexed),
         pending=sum(1 for d in live if d.status == "pending"),
         chunks=sum(d.chunk_count for d in live),
-        stale=stale,
+        stale=len(stale_documents),
         stale_by_reason=dict(sorted(reasons.items())),
         last_indexed_at=indexed_times[-1] if indexed_times else None,
+        median_indexed_at=indexed_times[len(indexed_times) // 2] if indexed_times else None,
         oldest_indexed_at=indexed_times[0] if indexed_times else None,
         failed_documents=[(d.key, d.error or "") for d in live if d.status == "failed"],
         empty_documents=[d.key for d in indexed if d.chunk_count == 0],
+        stale_documents=stale_documents,
+        pending_jobs=pending_jobs,
     )

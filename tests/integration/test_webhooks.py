@@ -252,7 +252,9 @@ def test_a_delivery_acknowledged_then_killed_before_it_ran_is_applied_after_rest
 
 
 def test_metrics_report_documents_deliveries_queries_and_embeddings(served: Served) -> None:
-    served.post("/v1/webhooks/cms", *signed({"event": "upsert", "id": "m", "content": "# M\n\nx\n"}))
+    served.post(
+        "/v1/webhooks/cms", *signed({"event": "upsert", "id": "m", "content": "# M\n\nx\n"})
+    )
     served.post("/v1/webhooks/cms", b"{}", {"Content-Type": "application/json"})
     served.query("seed")
     served.wait_idle()
