@@ -41,7 +41,7 @@ from ragd.search import Mode, Searcher
 from ragd.stores import WriterLock, WriterStores
 from ragd.vectors import VectorStore
 from ragd.watcher import Change, Watcher
-from ragd.webhooks import WebhookAuth, WebhookRejected, authenticate, parse_delivery, secret_key
+from ragd.webhooks import WebhookAuth, WebhookRejected, authenticate, parse_delivery
 from ragd.writer import Writer
 
 log = get_logger("ragd.service")
@@ -49,34 +49,35 @@ log = get_logger("ragd.service")
 
 def webhook_auth(source: WebhookSourceConfig) -> WebhookAuth:
     """Read a webhook source's secret and bearer token (once, at start; never logged)."""
-    secret: bytes | None = None
+    key = f"sources.{source.name}"
+    secret: str | None = None
     if source.secret_env:
-        text = os.environ.get(source.secret_env)
-        if not text:
+        secret = os.environ.get(source.secret_env)
+        if not secret:
             raise ConfigError(
-                f"sources.{source.name}.secret_env: environment variable {source.secret_env} "
-                "is not set or empty"
+                f"{key}.secret_env: environment variable {source.secret_env} is not set or empty"
             )
-        secret = secret_key(text.strip())
     elif source.secret_file is not None:
         try:
-            secret = secret_key(source.secret_file.read_text().strip())
+            secret = source.secret_file.read_text()
         except OSError as exc:
             raise ConfigError(
-                f"sources.{source.name}.secret_file: cannot read {source.secret_file}: "
-                f"{exc.strerror}"
+                f"{key}.secret_file: cannot read {source.secret_file}: {exc.strerror}"
             ) from exc
     token = None
     if source.bearer_token_env:
         token = os.environ.get(source.bearer_token_env)
         if not token:
             raise ConfigError(
-                f"sources.{source.name}.bearer_token_env: environment variable "
-                f"{source.bearer_token_env} is not set or empty"
+                f"{key}.bearer_token_env: environment variable {source.bearer_token_env} "
+                "is not set or empty"
             )
-    if source.insecure_no_signature:
-        return WebhookAuth(scheme="none", secret=None, bearer_token=token)
-    return WebhookAuth(scheme=source.signature, secret=secret, bearer_token=token)
+    try:
+        if source.insecure_no_signature:
+            return WebhookAuth.from_secret_text("none", None, token)
+        return WebhookAuth.from_secret_text(source.signature, secret, token)
+    except ValueError as exc:  # the message never contains the secret
+        raise ConfigError(f"{key}: {exc}") from None
 
 
 def entry_fetcher(source: WebhookSourceConfig) -> EntryFetcher:
