@@ -68,6 +68,7 @@ class FolderSource:
     ) -> None:
         self.name = name
         self.root = root
+        self._root_text = os.fspath(root)
         self.max_file_bytes = max_file_bytes
         self._include = pathspec.PathSpec.from_lines("gitwildmatch", include)
         self._exclude = pathspec.PathSpec.from_lines("gitwildmatch", exclude)
@@ -155,7 +156,8 @@ class FolderSource:
     def stat(self, key: str) -> FileStat | None:
         """The current stat of a key's file, or None when it is gone or not a regular file."""
         try:
-            st = os.lstat(self.path_for(key))
+            # String joining, not pathlib: status stats every document of a source.
+            st = os.lstat(os.path.join(self._root_text, key))
         except OSError:
             return None
         if not stat.S_ISREG(st.st_mode):
