@@ -157,7 +157,7 @@ class FolderSource:
         """The current stat of a key's file, or None when it is gone or not a regular file."""
         try:
             # String joining, not pathlib: status stats every document of a source.
-            st = os.lstat(os.path.join(self._root_text, key))
+            st = os.lstat(os.path.join(self._root_text, key))  # noqa: PTH118
         except OSError:
             return None
         if not stat.S_ISREG(st.st_mode):
