@@ -12,6 +12,7 @@ import os
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, TextIO
 
 import click
@@ -19,6 +20,7 @@ import click
 from ragd.app import Runtime
 from ragd.config import Config, load_config, resolve_config_path
 from ragd.errors import ConfigError, LockedError, RagdError, UsageError
+from ragd.evaluation import ModeReport, check_gold_paths, evaluate, load_gold
 from ragd.indexer import IndexReport
 from ragd.logs import configure_logging
 from ragd.search import MODES, Mode, SearchResponse
@@ -58,6 +60,7 @@ def cli(ctx: click.Context, config_path: str | None, debug: bool) -> None:
     ragd index              bring the index in step with the sources (incremental)
     ragd query "text"       search it; hits carry indexed_at and stale flags
     ragd status             what is indexed, failed, stale; whether the stores agree
+    ragd eval GOLD.jsonl    measure retrieval (recall@k, MRR, nDCG, abstention)
     ragd serve              the daemon: watch, re-index on change, answer over HTTP
     """
     ctx.obj = _State(config_path)
@@ -159,6 +162,35 @@ def status(state: _State, as_json: bool, check: bool, list_stale: bool) -> int:
     return code if check else EXIT_OK
 
 
+@cli.command(name="eval")
+@click.argument("gold", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "-k", "k", type=click.IntRange(1, 100), default=10, show_default=True, help="Results per query."
+)
+@click.option("--mode", type=click.Choice([*MODES, "all"]), default="all", show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the full report as JSON.")
+@click.pass_obj
+def eval_command(state: _State, gold: Path, k: int, mode: str, as_json: bool) -> int:
+    """Measure retrieval on a gold set (JSONL): recall@1/5/10, MRR@10, nDCG@10, abstention.
+
+    Indexes nothing; refuses to run if a gold path is not in the index.
+    """
+    runtime = state.runtime()
+    questions = load_gold(gold)
+    modes: list[Mode] = list(MODES) if mode == "all" else [mode]  # type: ignore[list-item]
+    kinds = sorted({q.kind for q in questions if q.gold})
+    with runtime.readers() as stores:
+        check_gold_paths(questions, {d.key for d in stores[0].documents()})
+        searcher = runtime.searcher(*stores)
+        reports = [evaluate(searcher, questions, m, k) for m in modes]
+    if as_json:
+        body = {"gold": str(gold), "k": k, "modes": {r.mode: r.to_json(kinds) for r in reports}}
+        click.echo(json.dumps(body, indent=2, ensure_ascii=False))
+    else:
+        click.echo(_eval_text(reports, kinds))
+    return EXIT_OK
+
+
 @cli.command()
 @click.pass_obj
 def serve(state: _State) -> int:
@@ -234,6 +266,25 @@ def _query_text(response: SearchResponse) -> str:
         lines.append(f"    {snippet[:200]}{'…' if len(snippet) > 200 else ''}")
     if response.excluded_stale:
         lines.append(f"({response.excluded_stale} stale hits excluded)")
+    return "\n".join(lines)
+
+
+def _eval_text(reports: list[ModeReport], kinds: list[str]) -> str:
+    columns = ("recall@1", "recall@5", "recall@10", "mrr@10", "ndcg@10")
+    lines = [f"{'mode':8} {'kind':11} {'n':>3} " + " ".join(f"{c:>9}" for c in columns)]
+    for report in reports:
+        for kind in [None, *kinds]:
+            m = report.metrics(kind)
+            lines.append(
+                f"{report.mode:8} {kind or 'all':11} {m['questions']:>3} "
+                + " ".join(f"{m[c]:>9.3f}" for c in columns)
+            )
+        a = report.abstention()
+        lines.append(
+            f"{report.mode:8} abstained on {a['abstained']:.0%} of {a['negatives']} negatives, "
+            f"wrongly on {report.metrics()['wrongly_abstained']:.0%} of answerable; "
+            f"{len(report.misses())} answerable not ranked first"
+        )
     return "\n".join(lines)
 
 
