@@ -108,6 +108,8 @@ class Runtime:
                 candidates=search.candidates,
                 rrf_k=search.rrf_k,
                 max_query_chars=search.max_query_chars,
+                bm25_weight=search.bm25_weight,
+                vector_weight=search.vector_weight,
             ),
         )
 

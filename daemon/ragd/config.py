@@ -45,6 +45,7 @@ from ragd.config_values import (  # package-internal helpers
     _source_name,
     _Table,
     _type_name,
+    _weight,
 )
 from ragd.durations import DurationError, duration_from, format_duration
 from ragd.errors import ConfigError
@@ -144,6 +145,8 @@ class SearchConfig:
     rrf_k: int = 60
     max_query_chars: int = 2000
     mode: SearchMode = "hybrid"
+    bm25_weight: float = 1.0
+    vector_weight: float = 0.5
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -314,6 +317,8 @@ def _schema(base_dir: Path) -> dict[str, dict[str, _Convert]]:
             "rrf_k": _int(1),
             "max_query_chars": _int(1, 100_000),
             "mode": _choice(SearchMode),
+            "bm25_weight": _weight,
+            "vector_weight": _weight,
         },
         "schedule": {f.name: _duration for f in fields(ScheduleConfig)},
     }

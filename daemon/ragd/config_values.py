@@ -127,6 +127,15 @@ def _int(low: int, high: int | None = None) -> Callable[[object], int]:
     return convert
 
 
+def _weight(value: object) -> float:
+    """A non-negative number (TOML integer or float)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise _Invalid("expected a number", show_type=True)
+    if not 0 <= value <= 100:
+        raise _Invalid("must be between 0 and 100")
+    return float(value)
+
+
 def _bool(value: object) -> bool:
     if not isinstance(value, bool):
         raise _Invalid("expected true or false", show_type=True)

@@ -36,6 +36,8 @@ class SearchSettings:
     candidates: int = 50
     rrf_k: int = 60
     max_query_chars: int = 2000
+    bm25_weight: float = 1.0
+    vector_weight: float = 0.5
 
 
 @dataclass(frozen=True)
@@ -141,13 +143,18 @@ class Searcher:
             raise QueryRefused(f"k must be between 1 and 1000, got {limit}")
         query = clean_query(text, self.settings.max_query_chars)
         rankings, scores = self._retrieve(query, mode)
-        fused = reciprocal_rank_fusion(rankings, k=self.settings.rrf_k)
+        fused = reciprocal_rank_fusion(
+            rankings,
+            k=self.settings.rrf_k,
+            weights={"bm25": self.settings.bm25_weight, "vector": self.settings.vector_weight},
+        )
         response = SearchResponse(query=query, mode=mode)
         excluded = 0
         now = datetime.now(UTC)
         rows = self.manifest.chunks([f.item for f in fused])
         documents: dict[str, DocumentRecord | None] = {}
         pending = self.manifest.pending_doc_ids()
+        sections: set[tuple[str, tuple[str, ...]]] = set()
         for f in fused:
             chunk = rows.get(f.item)
             if chunk is None:
@@ -157,6 +164,10 @@ class Searcher:
             doc = documents[chunk.doc_id]
             if doc is None:
                 continue
+            section = (chunk.doc_id, chunk.heading_path)
+            if section in sections:
+                continue  # the best window of a section stands for it; room for others
+            sections.add(section)
             reasons = stale_reasons(
                 doc,
                 policy=self.policies.get(doc.source),
