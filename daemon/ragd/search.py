@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
 
+from ragd.abstention import Evidence, agreement, is_weak
 from ragd.embedding import Embedder
 from ragd.errors import QueryRefused
 from ragd.fusion import reciprocal_rank_fusion
@@ -194,9 +195,24 @@ class Searcher:
                 break
         if exclude_stale:
             response.excluded_stale = excluded
-        # Until a calibrated abstention rule exists, abstain only when nothing was found.
-        response.abstained = not response.hits
+        response.abstained = not response.hits or (
+            mode == "hybrid" and is_weak(self._evidence(query, response, rankings, scores))
+        )
         return response
+
+    def _evidence(
+        self,
+        query: str,
+        response: SearchResponse,
+        rankings: dict[str, list[str]],
+        scores: dict[str, float],
+    ) -> Evidence:
+        bm25 = rankings.get("bm25") or []
+        terms = len(self.keywords.query_terms(query)) or 1
+        return Evidence(
+            agreement=agreement([(h.bm25_rank, h.vector_rank) for h in response.hits]),
+            bm25_per_term=scores[bm25[0]] / terms if bm25 else 0.0,
+        )
 
     def _retrieve(self, query: str, mode: Mode) -> tuple[dict[str, list[str]], dict[str, float]]:
         rankings: dict[str, list[str]] = {}

@@ -37,6 +37,15 @@ def test_hybrid_recall_at_5_is_at_least_each_single_retriever_for_every_kind(
             assert hybrid["recall@5"] >= modes[single]["by_kind"][kind]["recall@5"], (kind, single)
 
 
+def test_hybrid_abstains_on_most_negatives_and_few_answerable_questions(
+    report: dict[str, dict[str, dict[str, dict[str, float]]]],
+) -> None:
+    hybrid = report["modes"]["hybrid"]
+
+    assert hybrid["abstention"]["abstained"] >= 0.70
+    assert hybrid["overall"]["wrongly_abstained"] <= 0.05
+
+
 def test_a_gold_set_for_another_corpus_is_refused_loudly(
     indexed_fastapi: Path, tmp_path: Path
 ) -> None:
