@@ -53,7 +53,8 @@ def test_a_burst_that_overflows_the_watch_queue_ends_fully_indexed(
         wait_until(all_indexed, 150, interval=1.0)
         status = daemon.wait_idle()
         assert status["daemon"]["watcher"]["overflows"] >= 1
-        assert status["stores_agree"] is True
+        # A fresh reader may trail the writer's last commit briefly (Tantivy reloads on a timer).
+        wait_until(lambda: daemon.status()["stores_agree"], 5)
         assert daemon.events("watch_events_lost")
     finally:
         daemon.stop()
