@@ -23,6 +23,7 @@ import numpy as np
 
 from ragd.embedding import Embedder
 from ragd.errors import DocumentError, RagdError, SourceError
+from ragd.faults import fault_point
 from ragd.folders import FileStat, FolderSource, Listing
 from ragd.keywords import KeywordRow
 from ragd.manifest import ChunkRecord, DocumentRecord, DocumentWrite, utc_now
@@ -529,6 +530,7 @@ class Indexer:
         batch, self._queue, self._queued_chunks = self._queue, [], 0
         if not batch:
             return
+        fault_point("mid_batch")
         vectors = self._vectors_for(batch)
         touching = [p for p in batch if p.touches_stores]
         if touching:
@@ -544,11 +546,13 @@ class Indexer:
                     for p in touching
                 ]
             )
+            fault_point("after_intent")
             doc_ids = [p.write.doc_id for p in touching]
             rows = [c for p in touching for c in p.write.chunks]
             self.stores.vectors(self.embedder.dim).replace_documents(
                 doc_ids, [VectorRow(c.chunk_id, c.doc_id, vectors[c.embed_key]) for c in rows]
             )
+            fault_point("after_lancedb")
             self.stores.keywords().replace_documents(
                 doc_ids,
                 [
@@ -557,6 +561,8 @@ class Indexer:
                     for c, text in zip(p.write.chunks, p.embed_texts, strict=True)
                 ],
             )
+            fault_point("after_tantivy")
+        fault_point("before_commit")
         self.manifest.commit([p.write for p in batch])
         committed = time.monotonic()
         for p in batch:

@@ -5,8 +5,9 @@ vector search needs; chunk texts and metadata live in the manifest, which is the
 so everything here can be rebuilt. One writer process at a time (the data-dir lock ensures it);
 readers in other processes open read-only and call `refresh()` to see newer commits.
 
-Imports only `ragd.errors`. `lancedb` costs ~2 s to import, so it is imported inside `open` and
-`open_readonly`: CLI paths that never touch vectors don't pay for it.
+Imports only `ragd.errors` and `ragd.faults` (a crash hook for tests). `lancedb` costs ~2 s to
+import, so it is imported inside `open` and `open_readonly`: CLI paths that never touch vectors
+don't pay for it.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ragd.errors import StoreError
+from ragd.faults import fault_point
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -307,6 +309,7 @@ class VectorStore:
         fail. LanceDB warns (UserWarning) when it is zero.
         """
         table = self._writer_table()
+        fault_point("during_compaction")
         with _lance_errors("optimize", self._directory):
             table.optimize(cleanup_older_than=cleanup_older_than)
 
