@@ -266,3 +266,20 @@ def test_a_tree_hint_for_a_directory_that_moved_away_deletes_its_documents(
 
     assert report.deleted == 1
     assert harness.agree()
+
+
+def test_a_document_with_too_many_chunks_is_failed_with_a_reason(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("ragd.pipeline.MAX_CHUNKS_PER_DOCUMENT", 2)
+    (harness.root / "guide.md").write_text(DOC)
+
+    report = harness.run()
+
+    assert _docs(report)["failed"] == 1
+    stores = WriterStores(harness.data)
+    try:
+        record = stores.manifest.document("docs:guide.md")
+    finally:
+        stores.close()
+    assert record is not None and record.error == "document has 3 chunks; the limit is 2"

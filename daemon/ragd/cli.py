@@ -89,6 +89,8 @@ def index(state: _State, full: bool, as_json: bool) -> int:
         click.echo(json.dumps(report.to_json(), indent=2))
     else:
         click.echo(_index_summary(report))
+    for skipped in report.skipped:
+        click.echo(f"ragd: warning: skipped {skipped}", err=True)
     for error in report.errors:
         click.echo(f"ragd: error: {error}", err=True)
     return EXIT_FAILURE if report.errors else EXIT_OK

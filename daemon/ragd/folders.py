@@ -49,6 +49,7 @@ class Listing:
     unreadable_dirs: list[str] = field(default_factory=list)
     skipped_symlinks: int = 0
     skipped_special: int = 0
+    skipped_names: list[str] = field(default_factory=list)  # not valid UTF-8, shown mangled
 
     def covers(self, key: str) -> bool:
         """True when this listing can vouch for `key` (it is not under an unreadable dir)."""
@@ -74,7 +75,9 @@ class FolderSource:
         self._exclude = pathspec.PathSpec.from_lines("gitwildmatch", exclude)
 
     def selects(self, key: str) -> bool:
-        """True when a file key is included and not excluded."""
+        """True when a file key is included, not excluded, and a valid UTF-8 name."""
+        if not is_utf8_name(key):
+            return False
         return bool(self._include.match_file(key)) and not self._exclude.match_file(key)
 
     def excludes_dir(self, rel_dir: str) -> bool:
@@ -145,7 +148,9 @@ class FolderSource:
                 if not self.excludes_dir(key):
                     stack.append((Path(entry.path), key))
             elif entry.is_file(follow_symlinks=False):
-                if self.selects(key):
+                if not is_utf8_name(key):
+                    listing.skipped_names.append(os.fsencode(key).decode("utf-8", "replace"))
+                elif self.selects(key):
                     st = entry.stat(follow_symlinks=False)
                     listing.files.append(FileStat(key, st.st_size, st.st_mtime_ns))
             else:
@@ -167,6 +172,18 @@ class FolderSource:
     def read(self, key: str) -> FileContent:
         """Read a file once; raise DocumentError with a one-line reason when it cannot be read."""
         return read_regular_file(self.path_for(key), self.max_file_bytes)
+
+
+def is_utf8_name(key: str) -> bool:
+    """False for names that are not valid UTF-8 (decoded with surrogate escapes).
+
+    Such a name cannot be a doc_id: SQLite, Tantivy and JSON all need real text.
+    """
+    try:
+        key.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def read_regular_file(path: Path, max_bytes: int) -> FileContent:

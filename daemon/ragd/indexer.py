@@ -90,7 +90,8 @@ class IndexReport:
     seconds: float = 0.0
     reconciled: bool = False
     interrupted: bool = False
-    errors: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # the pass could not complete for a source
+    skipped: list[str] = field(default_factory=list)  # files that cannot be documents at all
 
     def to_json(self) -> dict[str, object]:
         """The JSON object printed by `ragd index --json`."""
@@ -111,6 +112,7 @@ class IndexReport:
             "reconciled": self.reconciled,
             "interrupted": self.interrupted,
             "errors": list(self.errors),
+            "skipped": list(self.skipped),
         }
 
 
@@ -177,6 +179,10 @@ class Indexer:
         for source, listing in listings:
             if self._stopping():
                 break
+            report.skipped.extend(
+                f"{source.name}:{name}: file name is not valid UTF-8"
+                for name in listing.skipped_names
+            )
             known = {d.key: d for d in self.manifest.documents(source.name)}
             if not full and self._vanished(source, listing, known):
                 done += len(listing.files)

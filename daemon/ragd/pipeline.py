@@ -13,7 +13,10 @@ import json
 from dataclasses import dataclass
 
 from ragd.chunking import CHUNKER_VERSION, Chunk, ChunkSettings, chunk_document
-from ragd.parsers import PARSER_VERSION, parse_document
+from ragd.parsers import PARSER_VERSION, UnsupportedDocument, parse_document
+
+# About 20 MB of prose at the default max_chars: more is a generated file, not a document.
+MAX_CHUNKS_PER_DOCUMENT = 25_000
 
 
 def content_hash(data: bytes) -> str:
@@ -62,4 +65,10 @@ class Pipeline:
     def process(self, data: bytes, filename: str) -> ProcessedDocument:
         """Parse and chunk; raises parsers.UnsupportedDocument with a reason."""
         parsed = parse_document(data, filename)
-        return ProcessedDocument(parsed.title, tuple(chunk_document(parsed, self.chunking)))
+        chunks = tuple(chunk_document(parsed, self.chunking))
+        if len(chunks) > MAX_CHUNKS_PER_DOCUMENT:
+            # One document is embedded and written in one batch; bound what it can cost.
+            raise UnsupportedDocument(
+                f"document has {len(chunks)} chunks; the limit is {MAX_CHUNKS_PER_DOCUMENT}"
+            )
+        return ProcessedDocument(parsed.title, chunks)

@@ -26,7 +26,9 @@ from ragd.vectors import VectorStore
 Mode = Literal["hybrid", "bm25", "vector"]
 MODES: tuple[Mode, ...] = ("hybrid", "bm25", "vector")
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# Control characters, and lone surrogates (invalid UTF-8 decoded with surrogateescape, or
+# "\ud800" in JSON), which no tokenizer can encode.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
 
 
 @dataclass(frozen=True)

@@ -185,6 +185,8 @@ class Writer(threading.Thread):
         self.stats.chunks_reused += report.reused
         for error in report.errors:
             log.error("source_error", error=error)
+        for skipped in report.skipped:
+            log.warning("file_skipped", reason=skipped)
         if report.added or report.changed or report.deleted or report.failed:
             self.stats.last_change_at = format_time(datetime.now(UTC))
             self._on_commit()
