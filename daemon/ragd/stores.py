@@ -84,10 +84,9 @@ class WriterLock:
 class WriterStores:
     """The writer's handles on the three stores; vectors and keywords open on first use."""
 
-    def __init__(self, data_dir: DataDir, dim: int | None = None) -> None:
+    def __init__(self, data_dir: DataDir) -> None:
         self.paths = data_dir
         self.manifest = Manifest.open(data_dir.manifest)
-        self._dim = dim
         self._vectors: VectorStore | None = None
         self._keywords: KeywordStore | None = None
 
