@@ -28,7 +28,7 @@ when reconciliation is disabled; the plain test at the end pins the shortest suc
 Budgets (settings profiles, chosen by RAGD_HYPOTHESIS_PROFILE):
 
 - `ci` (default): 50 examples of up to 30 steps, about 30 s;
-- `thorough`: 300 examples of up to 200 steps, about half an hour. Run it locally with
+- `thorough`: 300 examples of up to 200 steps, about 15 minutes. Run it locally with
 
       RAGD_HYPOTHESIS_PROFILE=thorough .venv/bin/python -m pytest tests/test_stateful.py
 
