@@ -18,6 +18,7 @@ from ragd.indexer import Indexer
 from ragd.keywords import KeywordStore
 from ragd.manifest import Manifest
 from ragd.pipeline import Pipeline
+from ragd.prefetch import ChildRead
 from ragd.search import Searcher, SearchSettings
 from ragd.staleness import SourcePolicy
 from ragd.status import SourceInfo, StatusReport, build_status
@@ -113,8 +114,12 @@ class Runtime:
             ),
         )
 
-    def status(self) -> StatusReport:
-        """The status report, read-only."""
+    def status(self, *, prefetch: bool = False) -> StatusReport:
+        """The status report, read-only.
+
+        With `prefetch`, LanceDB's chunk ids are read in a forked child while this process
+        reads the manifest and Tantivy; only for single-threaded callers (the CLI).
+        """
         policies = self.policies()
         infos = [
             SourceInfo(
@@ -125,7 +130,36 @@ class Runtime:
             )
             for s in self.config.sources
         ]
-        with self.readers() as (manifest, vectors, keywords):
-            return build_status(
-                manifest, vectors, keywords, sources=infos, fingerprint=self.pipeline.fingerprint
-            )
+        lancedb = self.data_dir.lancedb
+        if not prefetch:
+            with self.readers() as (manifest, vectors, keywords):
+                return build_status(
+                    manifest,
+                    vectors.chunk_ids,
+                    keywords,
+                    sources=infos,
+                    fingerprint=self.pipeline.fingerprint,
+                )
+        child = ChildRead.start(lambda: VectorStore.open_readonly(lancedb).chunk_ids(), "LanceDB")
+        collected = False
+
+        def vector_ids() -> set[str]:
+            nonlocal collected
+            collected = True
+            return child.result()
+
+        try:
+            manifest = Manifest.open_readonly(self.data_dir.manifest)
+            try:
+                return build_status(
+                    manifest,
+                    vector_ids,
+                    KeywordStore.open_readonly(self.data_dir.tantivy),
+                    sources=infos,
+                    fingerprint=self.pipeline.fingerprint,
+                )
+            finally:
+                manifest.close()
+        finally:
+            if not collected:
+                child.cancel()

@@ -19,12 +19,13 @@ import click
 
 from ragd.app import Runtime
 from ragd.config import Config, load_config, resolve_config_path
+from ragd.daemon_client import ask_daemon, status_url
 from ragd.errors import ConfigError, LockedError, RagdError, UsageError
 from ragd.evaluation import ModeReport, check_gold_paths, evaluate, load_gold
 from ragd.indexer import IndexReport
 from ragd.logs import configure_logging
 from ragd.search import MODES, Mode, SearchResponse
-from ragd.status import StatusReport
+from ragd.status import verdict
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
@@ -147,21 +148,37 @@ def query(
 def status(state: _State, as_json: bool, check: bool, list_stale: bool) -> int:
     """Report documents, chunks, failures and staleness per source, and store agreement.
 
-    Works with or without a running daemon (it only reads).
+    Works with or without a running daemon. When `ragd serve` runs for this data
+    directory (at http.listen), its report is shown, with a daemon section: uptime, queue,
+    watcher health, next scheduled jobs, LanceDB versions. Otherwise the stores are read
+    directly.
     """
-    report = state.runtime().status()
-    code, line = report.verdict()
+    report = _status_report(state.runtime())
+    code, line = verdict(report)
     if as_json:
-        click.echo(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
+        click.echo(json.dumps(report, indent=2, ensure_ascii=False))
     elif check:
         click.echo(line)
     elif list_stale:
-        for source in report.sources:
-            for path, reasons, indexed_at in source.stale_documents:
-                click.echo(f"{source.name}:{path}\t{','.join(reasons)}\t{indexed_at or 'never'}")
+        for source in report["sources"]:
+            for doc in source["stale_documents"]:
+                reasons = ",".join(doc["reasons"])
+                click.echo(
+                    f"{source['name']}:{doc['path']}\t{reasons}\t{doc['indexed_at'] or 'never'}"
+                )
     else:
         click.echo(_status_text(report))
     return code if check else EXIT_OK
+
+
+def _status_report(runtime: Runtime) -> dict[str, Any]:
+    http = runtime.config.http
+    answer = ask_daemon(status_url(http.host, http.port), runtime.data_dir.root)
+    if answer.note:
+        click.echo(f"ragd: note: {answer.note}; reading the stores instead", err=True)
+    if answer.report is not None:
+        return answer.report
+    return runtime.status(prefetch=True).to_json()
 
 
 @cli.command(name="eval")
@@ -290,39 +307,70 @@ def _eval_text(reports: list[ModeReport], kinds: list[str]) -> str:
     return "\n".join(lines)
 
 
-def _status_text(report: StatusReport) -> str:
+def _status_text(report: dict[str, Any]) -> str:
+    sources = report["sources"]
     header = ("SOURCE", "DOCS", "CHUNKS", "FAILED", "STALE", "LAST INDEXED")
     rows = [header] + [
         (
-            s.name,
-            str(s.documents),
-            str(s.chunks),
-            str(len(s.failed_documents)),
-            str(s.stale),
-            s.last_indexed_at or "never",
+            s["name"],
+            str(s["documents"]),
+            str(s["chunks"]),
+            str(s["failed"]),
+            str(s["stale"]),
+            s["last_indexed_at"] or "never",
         )
-        for s in report.sources
+        for s in sources
     ]
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
-    for s in report.sources:
-        for path, error in s.failed_documents:
-            lines.append(f"failed  {s.name}:{path}: {error}")
-        for path in s.empty_documents:
-            lines.append(f"empty   {s.name}:{path}: no text to index")
-        for reason, count in s.stale_by_reason.items():
-            lines.append(f"stale   {s.name}: {count} documents ({reason})")
+    for s in sources:
+        for doc in s["failed_documents"]:
+            lines.append(f"failed  {s['name']}:{doc['path']}: {doc['error']}")
+        for path in s["empty_documents"]:
+            lines.append(f"empty   {s['name']}:{path}: no text to index")
+        for reason, count in s["stale_by_reason"].items():
+            lines.append(f"stale   {s['name']}: {count} documents ({reason})")
     lines.append(
-        f"last full scan: {report.last_full_scan_at or 'never'}; queued jobs: "
-        f"{report.queue_depth} (index lag {report.index_lag_seconds:.0f}s)"
+        f"last full scan: {report['last_full_scan_at'] or 'never'}; queued jobs: "
+        f"{report['queue_depth']} (index lag {report['index_lag_seconds']:.0f}s)"
     )
-    agreement = report.agreement
+    stores = report["stores"]
     lines.append(
-        f"stores: {'agree' if agreement.agree else 'DISAGREE'} "
-        f"(manifest {agreement.manifest_chunks}, "
-        f"lancedb {agreement.lancedb_chunks}, tantivy {agreement.tantivy_chunks} chunks)"
+        f"stores: {'agree' if stores['agree'] else 'DISAGREE'} "
+        f"(manifest {stores['manifest_chunks']}, "
+        f"lancedb {stores['lancedb_chunks']}, tantivy {stores['tantivy_chunks']} chunks)"
     )
+    if daemon := report.get("daemon"):
+        lines.extend(_daemon_text(daemon))
     return "\n".join(lines)
+
+
+def _daemon_text(daemon: dict[str, Any]) -> list[str]:
+    watcher = daemon["watcher"]
+    unwatched = watcher.get("unwatched_roots") or []
+    next_jobs = ", ".join(f"{job} {at}" for job, at in sorted(daemon["next_jobs"].items()))
+    return [
+        f"daemon: pid {daemon['pid']}, {daemon['state']}, "
+        f"up {_duration(daemon['uptime_seconds'])}, queue {daemon['queue_depth']}, "
+        f"lancedb versions {daemon['lancedb_versions']}",
+        f"watcher: {'watching' if watcher['watching'] else 'NOT WATCHING'}, "
+        f"{watcher['overflows']} overflows"
+        + (f", unwatched: {', '.join(unwatched)}" if unwatched else ""),
+        f"next jobs: {next_jobs or 'none'}",
+    ]
+
+
+def _duration(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    days, hours = divmod(hours, 24)
+    return (
+        f"{days}d{hours}h"
+        if days
+        else f"{hours}h{minutes:02d}m"
+        if hours
+        else f"{minutes}m{secs:02d}s"
+    )
 
 
 # -- the one place errors become exit codes ------------------------------------------------

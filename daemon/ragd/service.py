@@ -162,6 +162,7 @@ class Daemon:
         report["daemon"] = {
             "state": self.state,
             "pid": os.getpid(),
+            "data_dir": str(self.runtime.data_dir.root.resolve()),
             "uptime_seconds": round(time.monotonic() - self.started, 1),
             "queue_depth": self.queue.depth(),
             "watcher": self.watcher.health().__dict__,

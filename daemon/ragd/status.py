@@ -7,15 +7,15 @@ Owns the shape of `ragd status --json` / `GET /v1/status` and the one-line verdi
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from ragd.keywords import KeywordStore
 from ragd.manifest import DocumentRecord, Manifest, format_time, parse_time
 from ragd.staleness import SourcePolicy, stale_reasons
-from ragd.stores import Agreement, compare_stores
-from ragd.vectors import VectorStore
+from ragd.stores import Agreement, compare_ids
 
 
 @dataclass(frozen=True)
@@ -117,25 +117,35 @@ class StatusReport:
 
     def verdict(self) -> tuple[int, str]:
         """Exit code and one-line summary for monitors (Nagios style)."""
-        agree = self.agreement.agree
-        summary = (
-            f"{self.documents} documents, {self.stale} stale, {self.failed} failed, "
-            f"stores {'agree' if agree else 'DISAGREE'}"
-        )
-        if self.stale or self.failed or not agree:
-            return 1, f"RAGD CRITICAL - {summary}"
-        return 0, f"RAGD OK - {summary}"
+        return verdict(self.to_json())
+
+
+def verdict(report: Mapping[str, Any]) -> tuple[int, str]:
+    """Exit code and one-line summary of a report's JSON (local or from a daemon)."""
+    agree = bool(report["stores_agree"])
+    stale, failed = int(report["stale"]), int(report["failed"])
+    summary = (
+        f"{report['documents']} documents, {stale} stale, {failed} failed, "
+        f"stores {'agree' if agree else 'DISAGREE'}"
+    )
+    if stale or failed or not agree:
+        return 1, f"RAGD CRITICAL - {summary}"
+    return 0, f"RAGD OK - {summary}"
 
 
 def build_status(
     manifest: Manifest,
-    vectors: VectorStore,
+    vector_ids: Callable[[], set[str]],
     keywords: KeywordStore,
     *,
     sources: Sequence[SourceInfo],
     fingerprint: str,
 ) -> StatusReport:
-    """Build the report from read-only store handles."""
+    """Build the report from read-only store handles.
+
+    `vector_ids` reads LanceDB's chunk ids; it is called last, so a caller can have it
+    read elsewhere meanwhile (see ragd.prefetch).
+    """
     now = datetime.now(UTC)
     by_source: dict[str, list[DocumentRecord]] = {}
     for doc in manifest.documents():
@@ -144,22 +154,24 @@ def build_status(
     names = [s.name for s in sources] + sorted(set(by_source) - set(configured))
     pending = manifest.pending_doc_ids()
     jobs, oldest_job = manifest.queued_jobs()
+    source_reports = [
+        _source_status(
+            name,
+            configured.get(name),
+            by_source.get(name, []),
+            fingerprint,
+            now,
+            pending,
+            jobs.get(name, 0),
+        )
+        for name in names
+    ]
+    listed, in_tantivy = manifest.chunk_ids(), keywords.chunk_ids()
     return StatusReport(
         generated_at=format_time(now),
         fingerprint=fingerprint,
-        agreement=compare_stores(manifest, vectors, keywords),
-        sources=[
-            _source_status(
-                name,
-                configured.get(name),
-                by_source.get(name, []),
-                fingerprint,
-                now,
-                pending,
-                jobs.get(name, 0),
-            )
-            for name in names
-        ],
+        agreement=compare_ids(listed, vector_ids(), in_tantivy),
+        sources=source_reports,
         last_full_scan_at=manifest.last_full_scan_at(),
         queue_depth=sum(jobs.values()),
         index_lag_seconds=(now - parse_time(oldest_job)).total_seconds() if oldest_job else 0.0,

@@ -148,9 +148,11 @@ class Agreement:
 
 def compare_stores(manifest: Manifest, vectors: VectorStore, keywords: KeywordStore) -> Agreement:
     """Compare the chunk id sets of the manifest and both search stores."""
-    listed = manifest.chunk_ids()
-    in_lance = vectors.chunk_ids()
-    in_tantivy = keywords.chunk_ids()
+    return compare_ids(manifest.chunk_ids(), vectors.chunk_ids(), keywords.chunk_ids())
+
+
+def compare_ids(listed: set[str], in_lance: set[str], in_tantivy: set[str]) -> Agreement:
+    """Compare chunk id sets read from the manifest, LanceDB and Tantivy."""
     return Agreement(
         manifest_chunks=len(listed),
         lancedb_chunks=len(in_lance),

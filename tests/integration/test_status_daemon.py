@@ -1,0 +1,81 @@
+"""`ragd status` shows a running daemon's section, and reads the stores when none runs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from tests.conftest import FASTAPI_DOCS, write_config
+from tests.integration.conftest import run_ragd
+from tests.integration.daemon import Served
+
+TUTORIAL = FASTAPI_DOCS / "docs" / "en" / "docs" / "tutorial"
+
+
+def _root(target: Path, files: int = 10) -> Path:
+    target.mkdir(parents=True)
+    for source in sorted(TUTORIAL.glob("*.md"))[:files]:
+        shutil.copyfile(source, target / source.name)
+    return target
+
+
+def _status_json(config: Path) -> dict[str, object]:
+    result = run_ragd(config, "status", "--json")
+    assert result.returncode == 0, result.stderr
+    report: dict[str, object] = json.loads(result.stdout)
+    return report
+
+
+def test_status_carries_the_running_daemons_section(tmp_path: Path) -> None:
+    served = Served(tmp_path, _root(tmp_path / "docs")).start().wait_ready()
+    try:
+        served.wait_scanned()
+        report = _status_json(served.config)
+        text = run_ragd(served.config, "status").stdout
+    finally:
+        served.stop()
+
+    assert served.process is not None
+    daemon = report["daemon"]
+    assert isinstance(daemon, dict)
+    assert daemon["pid"] == served.process.pid
+    assert daemon["queue_depth"] == 0
+    assert daemon["watcher"]["watching"] is True
+    assert set(daemon["next_jobs"]) == {"rescan", "compact"}
+    assert f"daemon: pid {served.process.pid}, ok" in text
+    assert "watcher: watching, 0 overflows" in text
+
+
+def test_status_reads_the_stores_once_the_daemon_has_stopped(tmp_path: Path) -> None:
+    served = Served(tmp_path, _root(tmp_path / "docs")).start().wait_ready()
+    try:
+        live = served.wait_scanned()
+    finally:
+        served.stop()
+
+    report = _status_json(served.config)
+
+    assert "daemon" not in report
+    assert report["documents"] == live["documents"] == 10
+    assert report["stores"] == live["stores"]
+
+
+def test_status_ignores_a_daemon_serving_another_data_dir(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    served = Served(tmp_path / "a", _root(tmp_path / "docs")).start().wait_ready()
+    other = write_config(
+        tmp_path / "b",
+        tmp_path / "docs",
+        sections=f'[http]\nlisten = "127.0.0.1:{served.port}"\n',
+    )
+    assert run_ragd(other, "index").returncode == 0
+    try:
+        served.wait_scanned()
+        report = _status_json(other)
+    finally:
+        served.stop()
+
+    assert "daemon" not in report  # read from its own stores, not from the daemon
+    assert report["documents"] == 10
