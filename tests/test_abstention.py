@@ -5,10 +5,15 @@ from __future__ import annotations
 from ragd.abstention import Evidence, agreement, is_weak
 
 
-def test_agreement_counts_top_hits_both_retrievers_ranked_in_their_top_10() -> None:
-    ranks = [(1, 2), (3, None), (4, 11), (2, 2)]
+def test_agreement_counts_ids_both_retrievers_rank_in_their_top_10() -> None:
+    bm25 = ["a", "b", "c"] + [f"x{i}" for i in range(7)] + ["d"]
+    vector = ["c", "d", "a", "e"]
 
-    assert agreement(ranks) == 1  # the 4th hit is past the top 3
+    assert agreement(bm25, vector) == 2  # a and c; d is 11th in the BM25 list
+
+
+def test_lists_sharing_nothing_have_no_agreement() -> None:
+    assert agreement(["a", "b"], ["c"]) == 0
 
 
 def test_no_agreement_is_weak_evidence() -> None:

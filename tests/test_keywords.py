@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ragd.errors import StoreError
-from ragd.keywords import MAX_QUERY_TERMS, KeywordRow, KeywordStore
+from ragd.keywords import MAX_QUERY_TERMS, REBUILD_MARKER, KeywordRow, KeywordStore
 
 QUOTED_DOC = 'docs:it\'s a "test".md'
 
@@ -243,11 +243,103 @@ def test_query_terms_are_lowercased_deduplicated_and_capped(store: KeywordStore)
     assert len(store.query_terms(" ".join(f"t{i}" for i in range(500)))) == MAX_QUERY_TERMS
 
 
-def test_index_with_another_schema_raises_store_error(tmp_path: Path) -> None:
+def _old_schema_index(directory: Path) -> None:
+    """An index as an older ragd wrote it: same id fields, no identifier field."""
     import tantivy
 
-    schema = tantivy.SchemaBuilder().add_text_field("body", stored=True).build()
-    tantivy.Index(schema, path=str(tmp_path))
+    builder = tantivy.SchemaBuilder()
+    builder.add_text_field("chunk_id", stored=True, tokenizer_name="raw")
+    builder.add_text_field("doc_id", stored=True, tokenizer_name="raw")
+    builder.add_text_field("text", stored=False, tokenizer_name="default")
+    index = tantivy.Index(builder.build(), path=str(directory))
+    writer = index.writer(15_000_000, 1)
+    document = tantivy.Document()
+    document.add_text("chunk_id", "old#0")
+    document.add_text("doc_id", "old")
+    document.add_text("text", "stale words")
+    writer.add_document(document)
+    writer.commit()
+    writer.wait_merging_threads()
 
-    with pytest.raises(StoreError, match="re-index"):
+
+def test_index_with_another_schema_and_nothing_to_rebuild_from_raises_store_error(
+    tmp_path: Path,
+) -> None:
+    _old_schema_index(tmp_path)
+
+    with pytest.raises(StoreError, match="rebuild"):
         KeywordStore.open(tmp_path)
+    with pytest.raises(StoreError, match="rebuild"):
+        KeywordStore.open_readonly(tmp_path)
+
+
+def test_index_with_another_schema_is_rebuilt_from_the_given_rows(tmp_path: Path) -> None:
+    _old_schema_index(tmp_path)
+    rows = make_rows("docs:a.md", ["raise HTTPException here", "plain words"])
+
+    store = KeywordStore.open(tmp_path, rebuild_from=lambda: rows)
+    try:
+        assert store.chunk_ids() == ids(rows)
+        assert store.search("http exception", 5)[0][0] == "docs:a.md#0"
+        assert store.search("stale", 5) == []
+    finally:
+        store.close()
+    assert KeywordStore.open_readonly(tmp_path).count() == 2
+    assert (tmp_path / ".tantivy-writer.lock").exists()  # lock files are never deleted
+    assert not (tmp_path / REBUILD_MARKER).exists()
+
+
+def test_an_interrupted_rebuild_is_redone_on_the_next_open(tmp_path: Path) -> None:
+    def crash() -> Iterator[KeywordRow]:
+        yield from make_rows("docs:a.md", ["half"])
+        raise RuntimeError("killed mid-rebuild")
+
+    _old_schema_index(tmp_path)
+    with pytest.raises(RuntimeError):
+        KeywordStore.open(tmp_path, rebuild_from=crash)
+    rows = make_rows("docs:a.md", ["whole", "again"])
+
+    store = KeywordStore.open(tmp_path, rebuild_from=lambda: rows)
+    try:
+        assert store.chunk_ids() == ids(rows)
+    finally:
+        store.close()
+
+
+def test_an_index_with_the_current_schema_is_not_rebuilt(
+    store: KeywordStore, tmp_path: Path
+) -> None:
+    store.replace_documents(["d"], make_rows("d", ["kept"]))
+    store.close()
+
+    reopened = KeywordStore.open(tmp_path / "tantivy", rebuild_from=lambda: [])
+    try:
+        assert reopened.chunk_ids() == {"d#0"}
+    finally:
+        reopened.close()
+
+
+def test_a_pasted_identifier_matches_its_parts_and_its_whole(store: KeywordStore) -> None:
+    store.replace_documents(
+        ["d"],
+        make_rows(
+            "d",
+            [
+                "Raise an HTTPException with a status_code",  # 0: both names, whole
+                "the HTTP layer raises an exception; the status has a code",  # 1: parts only
+                "unrelated text",
+            ],
+        ),
+    )
+
+    for query in ("HTTPException", "http exception", "status_code", "status code"):
+        assert {chunk_id for chunk_id, _ in store.search(query, 5)} == {"d#0", "d#1"}, query
+    # The whole name counts on top of its parts.
+    assert store.search("status_code", 5)[0][0] == "d#0"
+
+
+def test_the_identifier_field_can_be_switched_off(store: KeywordStore) -> None:
+    store.replace_documents(["d"], make_rows("d", ["raise HTTPException"]))
+
+    assert store.search("http", 5, identifier_weight=0.0) == []
+    assert [c for c, _ in store.search("http", 5)] == ["d#0"]

@@ -161,3 +161,34 @@ def test_no_hits_means_abstained(indexed: tuple[Path, DataDir, Pipeline]) -> Non
     response = _searcher(*indexed).search("zzzzunknownword", mode="bm25")
 
     assert response.hits == [] and response.abstained is True
+
+
+def test_a_keyword_index_from_an_older_schema_is_rebuilt_from_the_manifest(
+    indexed: tuple[Path, DataDir, Pipeline],
+) -> None:
+    import shutil
+
+    import tantivy
+
+    root, data, pipeline = indexed
+    before = Manifest.open_readonly(data.manifest).chunk_ids()
+    scores_before = KeywordStore.open_readonly(data.tantivy).search("quokka settings", 10)
+    shutil.rmtree(data.tantivy)
+    old = tantivy.SchemaBuilder()
+    for name in ("chunk_id", "doc_id"):
+        old.add_text_field(name, stored=True, tokenizer_name="raw")
+    old.add_text_field("text")
+    tantivy.Index(old.build(), path=str(data.tantivy.mkdir() or data.tantivy))
+
+    stores = WriterStores(data)
+    try:
+        stores.keywords()  # the writer opening it is what rebuilds it
+    finally:
+        stores.close()
+
+    rebuilt = KeywordStore.open_readonly(data.tantivy)
+    assert rebuilt.chunk_ids() == before
+    # Same texts as indexing produced, so the same scores.
+    assert dict(rebuilt.search("quokka settings", 10)) == pytest.approx(dict(scores_before))
+    hits = _searcher(root, data, pipeline).search("quokka installer", mode="bm25").hits
+    assert hits[0].document.key == "install.md"

@@ -2,25 +2,25 @@
 
 Owns the rule, a pure function of two signals a hybrid query already has:
 
-- agreement: of the top 3 fused hits, how many both retrievers ranked in their own
-  top 10. Answers are usually found by both; off-topic queries pull each retriever to
-  different chunks.
+- agreement: how many chunks both retrievers put in their own top 10. Answers are
+  usually found by both; off-topic queries pull each retriever to different chunks. It
+  is read from the retrievers' own lists, so it does not change with the fusion method.
 - BM25 strength: the top BM25 score divided by the number of query terms. A question
   whose words the corpus barely uses scores low per term, however long it is.
 
 Calibrated on ../shared/eval/fastapi-docs.jsonl with the local static model (see
-docs/retrieval.md): abstaining when no top hit is agreed on, or when BM25 scores under
-1.3 per term, abstained on 6 of 7 negatives and 1 of 38 answerable questions (whose top
-hit was wrong). Vector cosine alone does not separate on-topic negatives, so it is not
-used. BM25 scores grow with corpus size (IDF), so re-check the threshold with `ragd eval`
-on a corpus of your own.
+docs/retrieval.md): abstaining when the two top-10 lists share no chunk, or when BM25
+scores under 1.3 per term, abstained on 6 of 7 negatives and 1 of 38 answerable
+questions (whose top hit was wrong). Vector cosine alone does not separate on-topic
+negatives, so it is not used. BM25 scores grow with corpus size (IDF), so re-check the
+threshold with `ragd eval` on a corpus of your own.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-TOP_HITS = 3
 AGREEMENT_RANK = 10
 MIN_BM25_PER_TERM = 1.3
 
@@ -33,13 +33,9 @@ class Evidence:
     bm25_per_term: float
 
 
-def agreement(ranks: list[tuple[int | None, int | None]]) -> int:
-    """How many of the top hits (bm25_rank, vector_rank) both retrievers ranked highly."""
-    return sum(
-        1
-        for bm25, vector in ranks[:TOP_HITS]
-        if bm25 is not None and vector is not None and max(bm25, vector) <= AGREEMENT_RANK
-    )
+def agreement(bm25: Sequence[str], vector: Sequence[str]) -> int:
+    """How many ids both ranked lists (best first) have in their top AGREEMENT_RANK."""
+    return len(set(bm25[:AGREEMENT_RANK]) & set(vector[:AGREEMENT_RANK]))
 
 
 def is_weak(evidence: Evidence) -> bool:

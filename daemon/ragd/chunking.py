@@ -16,7 +16,14 @@ from dataclasses import dataclass
 
 from ragd.parsers import Block, ParsedDocument
 
-__all__ = ["CHUNKER_VERSION", "Chunk", "ChunkSettings", "chunk_document", "embed_prefix"]
+__all__ = [
+    "CHUNKER_VERSION",
+    "Chunk",
+    "ChunkSettings",
+    "chunk_document",
+    "embed_prefix",
+    "labelled_text",
+]
 
 # Part of the pipeline fingerprint: bump whenever chunk output can change.
 CHUNKER_VERSION = "1"
@@ -74,18 +81,26 @@ def embed_prefix(title: str, heading_path: tuple[str, ...]) -> str:
     return f"{title} — {trail}" if title else trail
 
 
+def labelled_text(title: str, heading_path: tuple[str, ...], text: str) -> str:
+    """A chunk's embedded and BM25-indexed text: its label, a blank line, its body.
+
+    Rebuilding the keyword index from the manifest (title, heading path, body) relies on
+    this producing exactly what chunking produced.
+    """
+    return f"{embed_prefix(title, heading_path)}{_SEPARATOR}{text}"
+
+
 def chunk_document(doc: ParsedDocument, settings: ChunkSettings) -> list[Chunk]:
     """Chunk every section of a document; ordinals run from 0 across the document."""
     chunks: list[Chunk] = []
     for section in doc.sections:
-        prefix = embed_prefix(doc.title, section.heading_path)
         for text in _chunk_section(section.blocks, settings):
             chunks.append(
                 Chunk(
                     ordinal=len(chunks),
                     heading_path=section.heading_path,
                     text=text,
-                    embed_text=f"{prefix}{_SEPARATOR}{text}",
+                    embed_text=labelled_text(doc.title, section.heading_path, text),
                 )
             )
     return chunks

@@ -17,8 +17,8 @@ from typing import Literal
 from ragd.abstention import Evidence, agreement, is_weak
 from ragd.embedding import Embedder
 from ragd.errors import QueryRefused
-from ragd.fusion import reciprocal_rank_fusion
-from ragd.keywords import KeywordStore
+from ragd.fusion import Fused, Fusion, convex_fusion, reciprocal_rank_fusion
+from ragd.keywords import IDENTIFIER_WEIGHT, KeywordStore
 from ragd.manifest import ChunkRecord, DocumentRecord, Manifest
 from ragd.staleness import SourcePolicy, stale_reasons
 from ragd.vectors import VectorStore
@@ -41,6 +41,8 @@ class SearchSettings:
     max_query_chars: int = 2000
     bm25_weight: float = 1.0
     vector_weight: float = 0.5
+    fusion: Fusion = "convex"
+    identifier_weight: float = IDENTIFIER_WEIGHT
 
 
 @dataclass(frozen=True)
@@ -145,12 +147,9 @@ class Searcher:
         if not 1 <= limit <= 1000:
             raise QueryRefused(f"k must be between 1 and 1000, got {limit}")
         query = clean_query(text, self.settings.max_query_chars)
-        rankings, scores = self._retrieve(query, mode)
-        fused = reciprocal_rank_fusion(
-            rankings,
-            k=self.settings.rrf_k,
-            weights={"bm25": self.settings.bm25_weight, "vector": self.settings.vector_weight},
-        )
+        found = self._retrieve(query, mode)
+        fused = self._fuse(found)
+        scores = {item: score for ranking in found.values() for item, score in ranking}
         response = SearchResponse(query=query, mode=mode)
         excluded = 0
         now = datetime.now(UTC)
@@ -198,36 +197,36 @@ class Searcher:
         if exclude_stale:
             response.excluded_stale = excluded
         response.abstained = not response.hits or (
-            mode == "hybrid" and is_weak(self._evidence(query, response, rankings, scores))
+            mode == "hybrid" and is_weak(self._evidence(query, found))
         )
         return response
 
-    def _evidence(
-        self,
-        query: str,
-        response: SearchResponse,
-        rankings: dict[str, list[str]],
-        scores: dict[str, float],
-    ) -> Evidence:
-        bm25 = rankings.get("bm25") or []
+    def _fuse(self, found: dict[str, list[tuple[str, float]]]) -> list[Fused]:
+        weights = {"bm25": self.settings.bm25_weight, "vector": self.settings.vector_weight}
+        if self.settings.fusion == "rrf":
+            rankings = {name: [item for item, _ in hits] for name, hits in found.items()}
+            return reciprocal_rank_fusion(rankings, k=self.settings.rrf_k, weights=weights)
+        return convex_fusion(found, weights=weights)
+
+    def _evidence(self, query: str, found: dict[str, list[tuple[str, float]]]) -> Evidence:
+        bm25 = found.get("bm25") or []
         terms = len(self.keywords.query_terms(query)) or 1
         return Evidence(
-            agreement=agreement([(h.bm25_rank, h.vector_rank) for h in response.hits]),
-            bm25_per_term=scores[bm25[0]] / terms if bm25 else 0.0,
+            agreement=agreement(
+                [item for item, _ in bm25], [item for item, _ in found.get("vector") or []]
+            ),
+            bm25_per_term=bm25[0][1] / terms if bm25 else 0.0,
         )
 
-    def _retrieve(self, query: str, mode: Mode) -> tuple[dict[str, list[str]], dict[str, float]]:
-        rankings: dict[str, list[str]] = {}
-        scores: dict[str, float] = {}
+    def _retrieve(self, query: str, mode: Mode) -> dict[str, list[tuple[str, float]]]:
+        """Each retriever's `candidates` best (chunk_id, score), best first."""
+        found: dict[str, list[tuple[str, float]]] = {}
         n = self.settings.candidates
         if mode in ("hybrid", "bm25"):
-            found = self.keywords.search(query, n)
-            rankings["bm25"] = [cid for cid, _ in found]
-            scores.update(found)
+            found["bm25"] = self.keywords.search(
+                query, n, identifier_weight=self.settings.identifier_weight
+            )
         if mode in ("hybrid", "vector"):
             vector = self.embedder.embed([query])[0]
-            found = self.vectors.search(vector, n)
-            rankings["vector"] = [cid for cid, _ in found]
-            if mode == "vector":
-                scores.update(found)
-        return rankings, scores
+            found["vector"] = self.vectors.search(vector, n)
+        return found

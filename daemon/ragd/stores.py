@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import fcntl
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from ragd.chunking import labelled_text
 from ragd.errors import LockedError
-from ragd.keywords import KeywordStore
+from ragd.keywords import KeywordRow, KeywordStore
 from ragd.manifest import Manifest
 from ragd.vectors import VectorStore
 
@@ -99,7 +101,9 @@ class WriterStores:
     def keywords(self) -> KeywordStore:
         """The Tantivy index, with this process holding its writer."""
         if self._keywords is None:
-            self._keywords = KeywordStore.open(self.paths.tantivy)
+            self._keywords = KeywordStore.open(
+                self.paths.tantivy, rebuild_from=lambda: manifest_keyword_rows(self.manifest)
+            )
         return self._keywords
 
     def close(self) -> None:
@@ -108,6 +112,14 @@ class WriterStores:
             self._keywords.close()
             self._keywords = None
         self.manifest.close()
+
+
+def manifest_keyword_rows(manifest: Manifest) -> Iterator[KeywordRow]:
+    """Every chunk the manifest lists, as the keyword store indexes it (for a rebuild)."""
+    for document in manifest.documents():
+        for chunk in manifest.chunks_of(document.doc_id):
+            text = labelled_text(document.title, chunk.heading_path, chunk.text)
+            yield KeywordRow(chunk.chunk_id, chunk.doc_id, text)
 
 
 @dataclass(frozen=True)

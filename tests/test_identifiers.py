@@ -1,0 +1,44 @@
+"""Identifier terms: compound names whole, camelCase names in parts."""
+
+from __future__ import annotations
+
+from ragd.identifiers import camel_parts, identifier_terms
+
+
+def test_a_snake_case_name_is_kept_whole() -> None:
+    assert identifier_terms("set status_code here") == ["status_code"]
+
+
+def test_a_hyphenated_header_name_is_kept_whole_and_lowercased() -> None:
+    assert identifier_terms("the Accept-Ranges header") == ["accept-ranges"]
+
+
+def test_a_pascal_case_name_is_split_into_its_parts() -> None:
+    assert identifier_terms("raise HTTPException") == ["http", "exception"]
+
+
+def test_a_dotted_path_names_itself_and_its_compound_segments() -> None:
+    assert identifier_terms("status.HTTP_201_CREATED") == [
+        "status.http_201_created",
+        "http_201_created",
+    ]
+
+
+def test_single_letter_and_digit_parts_are_dropped() -> None:
+    assert camel_parts("OAuth2PasswordRequestForm") == ["auth", "password", "request", "form"]
+
+
+def test_plain_words_add_no_terms() -> None:
+    assert identifier_terms("Plain prose, with Capitals and an ending.") == []
+
+
+def test_non_ascii_words_are_not_split_on_case() -> None:
+    assert identifier_terms("Sebastián ÉcoleNormale") == []
+
+
+def test_a_sentence_end_does_not_join_words() -> None:
+    assert identifier_terms("It ends. Then") == []
+
+
+def test_terms_longer_than_tantivys_limit_are_dropped() -> None:
+    assert identifier_terms("a" * 30 + "_" + "b" * 30) == []
