@@ -192,3 +192,41 @@ def test_a_keyword_index_from_an_older_schema_is_rebuilt_from_the_manifest(
     assert dict(rebuilt.search("quokka settings", 10)) == pytest.approx(dict(scores_before))
     hits = _searcher(root, data, pipeline).search("quokka installer", mode="bm25").hits
     assert hits[0].document.key == "install.md"
+
+
+def test_expand_returns_each_hits_whole_section_as_context(
+    tmp_path: Path, fake_embedder: FakeEmbedder
+) -> None:
+    root = tmp_path / "docs"
+    root.mkdir()
+    paragraphs = [f"Paragraph {i} about wombats and their burrows." * 3 for i in range(8)]
+    (root / "long.md").write_text("# Wombats\n\n" + "\n\n".join(paragraphs) + "\n")
+    data = DataDir(tmp_path / "data")
+    pipeline = Pipeline(ChunkSettings(max_chars=300, overlap=0), fake_embedder.identity)
+    stores = WriterStores(data)
+    try:
+        folder = FolderSource("docs", root, ("**/*.md",))
+        Indexer(stores, [folder], pipeline, fake_embedder).run()
+    finally:
+        stores.close()
+    searcher = _searcher(root, data, pipeline)
+
+    plain = searcher.search("Paragraph 5 wombats", mode="bm25").hits[0]
+    expanded = searcher.search("Paragraph 5 wombats", mode="bm25", expand=True).hits[0]
+
+    assert "context" not in plain.to_json()
+    assert expanded.context is not None
+    assert expanded.chunk.text in expanded.context
+    assert all(p in expanded.context for p in paragraphs)  # every window of the section
+    assert len(expanded.context) < sum(len(p) + 2 for p in paragraphs) + 2
+
+
+def test_expanded_context_is_capped(indexed: tuple[Path, DataDir, Pipeline]) -> None:
+    root, data, pipeline = indexed
+    searcher = _searcher(root, data, pipeline)
+    searcher.settings = SearchSettings(k=3, max_query_chars=100, max_context_chars=10)
+
+    hit = searcher.search("quokka installer", mode="bm25", expand=True).hits[0]
+
+    assert hit.context is not None and len(hit.context) == 10
+    assert hit.to_json()["context"] == hit.context

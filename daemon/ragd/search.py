@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Literal
 
@@ -20,6 +20,7 @@ from ragd.errors import QueryRefused
 from ragd.fusion import Fused, Fusion, convex_fusion, reciprocal_rank_fusion
 from ragd.keywords import IDENTIFIER_WEIGHT, KeywordStore
 from ragd.manifest import ChunkRecord, DocumentRecord, Manifest
+from ragd.sections import section_text
 from ragd.staleness import SourcePolicy, stale_reasons
 from ragd.vectors import VectorStore
 
@@ -43,6 +44,7 @@ class SearchSettings:
     vector_weight: float = 0.5
     fusion: Fusion = "convex"
     identifier_weight: float = IDENTIFIER_WEIGHT
+    max_context_chars: int = 4000
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,7 @@ class Hit:
     bm25_rank: int | None
     vector_rank: int | None
     stale_reasons: tuple[str, ...]
+    context: str | None = None  # the whole section (bounded), when expansion was asked for
 
     def to_json(self) -> dict[str, object]:
         """The result object of DESIGN.md's query contract."""
@@ -76,7 +79,7 @@ class Hit:
             "indexed_at": doc.indexed_at,
             "stale": bool(self.stale_reasons),
             "stale_reasons": list(self.stale_reasons),
-        }
+        } | ({} if self.context is None else {"context": self.context})
 
 
 @dataclass
@@ -138,9 +141,19 @@ class Searcher:
         self.settings = settings or SearchSettings()
 
     def search(
-        self, text: str, *, k: int | None = None, mode: Mode = "hybrid", exclude_stale: bool = False
+        self,
+        text: str,
+        *,
+        k: int | None = None,
+        mode: Mode = "hybrid",
+        exclude_stale: bool = False,
+        expand: bool = False,
     ) -> SearchResponse:
-        """Retrieve `candidates` per retriever, fuse, join with the manifest, flag stale hits."""
+        """Retrieve `candidates` per retriever, fuse, join with the manifest, flag stale hits.
+
+        With `expand`, every hit also carries its whole section as `context`, at most
+        `max_context_chars` and around the hit's own window.
+        """
         if mode not in MODES:
             raise QueryRefused(f"unknown mode '{mode}'", hint="use hybrid, bm25 or vector")
         limit = self.settings.k if k is None else k
@@ -196,10 +209,32 @@ class Searcher:
                 break
         if exclude_stale:
             response.excluded_stale = excluded
+        if expand:
+            response.hits = [replace(h, context=self._section(h.chunk)) for h in response.hits]
         response.abstained = not response.hits or (
             mode == "hybrid" and is_weak(self._evidence(query, found))
         )
         return response
+
+    def _section(self, chunk: ChunkRecord) -> str:
+        """The hit's section: the run of consecutive chunks around it with its heading path.
+
+        Consecutive, because two sections of one document can share a heading path (two
+        "Example" subsections) and must not be merged.
+        """
+        same = {
+            c.ordinal: c.text
+            for c in self.manifest.chunks_of(chunk.doc_id)
+            if c.heading_path == chunk.heading_path
+        }
+        same.setdefault(chunk.ordinal, chunk.text)
+        first = last = chunk.ordinal
+        while first - 1 in same:
+            first -= 1
+        while last + 1 in same:
+            last += 1
+        texts = [same[o] for o in range(first, last + 1)]
+        return section_text(texts, chunk.ordinal - first, self.settings.max_context_chars)
 
     def _fuse(self, found: dict[str, list[tuple[str, float]]]) -> list[Fused]:
         weights = {"bm25": self.settings.bm25_weight, "vector": self.settings.vector_weight}
