@@ -256,3 +256,39 @@ def test_version_count_increases_per_commit_and_optimize_reduces_it(
 
     assert store.version_count() < start + 4
     assert store.chunk_ids() == before
+
+
+def test_a_small_table_is_searched_without_a_vector_index(
+    store: VectorStore, rng: np.random.Generator
+) -> None:
+    store.replace_documents(["docs:a.md"], make_rows("docs:a.md", 300, rng))
+
+    assert store.ensure_vector_index(min_rows=301) is False
+    assert store.has_vector_index() is False
+
+
+def test_a_vector_index_is_built_once_and_searches_still_find_stored_vectors(
+    store: VectorStore, rng: np.random.Generator
+) -> None:
+    rows = make_rows("docs:a.md", 1000, rng)
+    store.replace_documents(["docs:a.md"], rows)
+
+    assert store.ensure_vector_index(min_rows=1000) is True
+    assert store.ensure_vector_index(min_rows=1000) is False  # already there
+    assert store.has_vector_index() is True
+    found = [store.search(row.vector, limit=1)[0][0] for row in rows[:50]]
+    assert sum(f == row.chunk_id for f, row in zip(found, rows, strict=False)) >= 48
+
+
+def test_rows_written_after_the_index_are_found_and_folded_in_by_optimize(
+    store: VectorStore, rng: np.random.Generator
+) -> None:
+    store.replace_documents(["docs:a.md"], make_rows("docs:a.md", 1000, rng))
+    store.ensure_vector_index(min_rows=1000)
+    late = make_rows("docs:b.md", 20, rng)
+    store.replace_documents(["docs:b.md"], late)
+
+    assert store.search(late[3].vector, limit=1)[0][0] == late[3].chunk_id
+    store.optimize(timedelta(minutes=10))
+    assert store.search(late[3].vector, limit=1)[0][0] == late[3].chunk_id
+    assert store.has_vector_index() is True

@@ -203,7 +203,10 @@ class Indexer:
                 for record in self.manifest.documents(name):
                     self._delete(record)
         self.manifest.prune_vectors()
-        return self._finish()
+        report = self._finish()
+        if not report.interrupted:
+            self.stores.vectors(self.embedder.dim).ensure_vector_index()
+        return report
 
     def sync(
         self, source_name: str, *, keys: Sequence[str] = (), trees: Sequence[str] = ()

@@ -35,6 +35,9 @@ TABLE_NAME = "chunks"
 # Ids per `IN (...)` list in a delete. LanceDB parses the filter as SQL; a few hundred literals
 # keep each statement small (500 ids delete in ~25 ms at 100k rows).
 IN_BATCH = 500
+# Below this many rows brute force is exact and quick; above it an IVF_SQ index keeps vector
+# search near 5 ms (125k rows: brute force 160-220 ms; docs/performance.md has the figures).
+VECTOR_INDEX_MIN_ROWS = 10_000
 # LanceDB surfaces I/O, commit-conflict and predicate failures as these types.
 _LANCE_ERRORS = (OSError, RuntimeError, ValueError)
 
@@ -302,14 +305,37 @@ class VectorStore:
         with _lance_errors("read", self._directory):
             return len(self._table.list_versions())
 
+    def has_vector_index(self) -> bool:
+        """Whether the vector column has an ANN index (searches then use it)."""
+        if self._table is None:
+            return False
+        with _lance_errors("read", self._directory):
+            return any(index.columns == ["vector"] for index in self._table.list_indices())
+
+    def ensure_vector_index(self, min_rows: int = VECTOR_INDEX_MIN_ROWS) -> bool:
+        """Build the IVF_SQ vector index once the table holds `min_rows` rows; True if built.
+
+        Rows written afterwards are searched exactly until `optimize` folds them in.
+        """
+        table = self._writer_table()
+        if self.count() < min_rows or self.has_vector_index():
+            return False
+        from lancedb.index import IvfSq
+
+        with _lance_errors("index", self._directory):
+            table.create_index("vector", config=IvfSq(distance_type="cosine"))
+        return True
+
     def optimize(self, cleanup_older_than: timedelta) -> None:
-        """Compact files, update indexes and drop versions older than `cleanup_older_than`.
+        """Compact files, build or update the vector index, drop versions older than
+        `cleanup_older_than`.
 
         Keep the age at minutes while readers run: a reader still on a removed version can
         fail. LanceDB warns (UserWarning) when it is zero.
         """
         table = self._writer_table()
         fault_point("during_compaction")
+        self.ensure_vector_index()
         with _lance_errors("optimize", self._directory):
             table.optimize(cleanup_older_than=cleanup_older_than)
 

@@ -1,0 +1,248 @@
+"""Query latency and throughput at a given index size.
+
+Usage:
+    python bench/query_latency.py CORPUS [--copies N] [--queries 500] [--clients 4]
+                                  [--seconds 20] [--model DIR] [--data-dir DIR]
+
+CORPUS is a directory or a .tar.gz (e.g. ../shared/corpora/tldr-pages.tar.gz). With
+`--copies N` the corpus is placed N times under one root (copy-1/, copy-2/, ...) to reach
+100k+ chunks; copies embed the same texts, so the vector cache makes their indexing cheap,
+but every copy is a separate document with its own rows in all three stores.
+
+Steps, each printed: `ragd index` (skipped when --data-dir already holds the index);
+then, in this process with the model loaded, `--queries` queries per mode (bm25, vector,
+hybrid) through the same Searcher the CLI and daemon use, staleness checks included:
+p50/p95/p99; then a real `ragd serve` on the index with `--clients` concurrent HTTP
+clients for `--seconds`: queries per second, latency, and the daemon's peak RSS.
+
+Queries are drawn from the indexed text itself (seeded): half are 2-4 words of a chunk's
+heading path, half 4-6 consecutive words of its body, so each has a findable answer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import platform
+import random
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from ragd.app import Runtime  # noqa: E402
+from ragd.config import load_config  # noqa: E402
+from ragd.search import MODES  # noqa: E402
+from tests.integration.daemon import free_port, wait_until  # noqa: E402
+
+DEFAULT_MODEL = REPO.parent / "shared" / "models" / "minilm-l6-static-256"
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_-]{2,}")
+
+
+def percentiles(seconds: list[float]) -> str:
+    """p50 / p95 / p99 in milliseconds."""
+    ordered = sorted(seconds)
+
+    def at(share: float) -> float:
+        return ordered[min(len(ordered) - 1, int(share * len(ordered)))] * 1000
+
+    return f"{at(0.50):.1f} | {at(0.95):.1f} | {at(0.99):.1f}"
+
+
+def prepare_root(corpus: Path, copies: int, work: Path) -> Path:
+    """The source root: the corpus (unpacked if an archive) placed `copies` times."""
+    root = work / "corpus"
+    if corpus.is_file():
+        with tarfile.open(corpus) as archive:
+            archive.extractall(work / "unpacked", filter="data")
+        corpus = work / "unpacked"
+    for n in range(1, copies + 1):
+        shutil.copytree(corpus, root / f"copy-{n}", symlinks=True)  # ragd skips symlinks
+    return root
+
+
+def write_config(work: Path, root: Path, data_dir: Path, model: Path, port: int) -> Path:
+    """A one-source config over `root`."""
+    config = work / "config.toml"
+    config.write_text(
+        f'[daemon]\ndata_dir = "{data_dir}"\nlog_format = "json"\n'
+        f'[http]\nlisten = "127.0.0.1:{port}"\n'
+        f'[embedding]\nmodel = "{model.resolve()}"\n'
+        f'[[sources]]\nname = "bench"\ntype = "folder"\npath = "{root}"\n'
+        'include = ["**/*.md"]\n'
+    )
+    return config
+
+
+def sample_queries(runtime: Runtime, count: int) -> list[str]:
+    """`count` queries drawn from the indexed chunks (seeded, so runs compare)."""
+    rng = random.Random(0)
+    with runtime.readers() as (manifest, _, _):
+        ids = sorted(manifest.chunk_ids())
+        chunks = manifest.chunks(rng.sample(ids, min(len(ids), count * 2)))
+    queries: list[str] = []
+    for n, chunk in enumerate(chunks.values()):
+        words = _WORD.findall(" ".join(chunk.heading_path) if n % 2 else chunk.text)
+        if len(words) < 2:
+            continue
+        size = rng.randint(2, 4) if n % 2 else rng.randint(4, 6)
+        start = rng.randrange(max(1, len(words) - size))
+        queries.append(" ".join(words[start : start + size]))
+        if len(queries) == count:
+            break
+    return queries
+
+
+def in_process(runtime: Runtime, queries: list[str]) -> dict[str, list[float]]:
+    """Latency of every query in every mode through the Searcher (model already loaded)."""
+    timings: dict[str, list[float]] = {}
+    with runtime.readers() as stores:
+        searcher = runtime.searcher(*stores)
+        for query in queries[:20]:  # warm caches and the model, as a running daemon has
+            searcher.search(query, mode="hybrid")
+        for mode in MODES:
+            timings[mode] = []
+            for query in queries:
+                started = time.perf_counter()
+                searcher.search(query, mode=mode)
+                timings[mode].append(time.perf_counter() - started)
+    return timings
+
+
+def over_http(port: int, queries: list[str], clients: int, seconds: float) -> list[float]:
+    """Run `clients` keep-alive HTTP clients for `seconds`; every request's latency."""
+    latencies: list[float] = []
+    lock = threading.Lock()
+    deadline = time.monotonic() + seconds
+
+    def client(offset: int) -> None:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        mine: list[float] = []
+        n = offset
+        while time.monotonic() < deadline:
+            body = json.dumps({"query": queries[n % len(queries)], "mode": "hybrid"})
+            started = time.perf_counter()
+            connection.request("POST", "/v1/query", body, {"Content-Type": "application/json"})
+            reply = connection.getresponse()
+            reply.read()
+            if reply.status != 200:
+                raise SystemExit(f"query answered HTTP {reply.status}")
+            mine.append(time.perf_counter() - started)
+            n += clients
+        with lock:
+            latencies.extend(mine)
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return latencies
+
+
+def _idle(port: int) -> bool:
+    """True once the daemon answers and its start-up scan has finished."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/status", timeout=30) as reply:
+            daemon = json.loads(reply.read())["daemon"]
+    except OSError:
+        return False
+    writer = daemon["writer"]
+    return bool(writer["last_scan_at"]) and daemon["queue_depth"] == 0 and not writer["busy"]
+
+
+def peak_rss_mib(pid: int) -> float:
+    """VmHWM of a running process, in MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("corpus", type=Path)
+    parser.add_argument("--copies", type=int, default=1)
+    parser.add_argument("--queries", type=int, default=500)
+    parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--model", type=Path, default=DEFAULT_MODEL)
+    parser.add_argument(
+        "--work", type=Path, help="Keep corpus copy, config and index here (reused if present)."
+    )
+    args = parser.parse_args()
+
+    scratch = None if args.work else tempfile.TemporaryDirectory(prefix="ragd-query-bench-")
+    work = args.work.resolve() if args.work else Path(scratch.name)  # type: ignore[union-attr]
+    work.mkdir(parents=True, exist_ok=True)
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    )
+    root = work / "corpus"
+    if not root.exists():
+        root = prepare_root(args.corpus.resolve(), args.copies, work)
+    config = write_config(work, root, work / "data", args.model, free_port())
+    started = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "ragd", "--config", str(config), "index"],
+        check=True,
+        env=dict(os.environ, HF_HUB_OFFLINE="1"),
+    )
+    print(f"ragd index: {time.perf_counter() - started:.1f} s (a no-op when the index was kept)")
+
+    runtime = Runtime.from_config(load_config(config))
+    with runtime.readers() as (manifest, vectors, _):
+        chunks, rows = len(manifest.chunk_ids()), vectors.count()
+        indexed = vectors.has_vector_index()
+    queries = sample_queries(runtime, args.queries)
+    timings = in_process(runtime, queries)
+    print(f"corpus: {args.corpus} x{args.copies}; {chunks} chunks; vector index: {indexed}")
+    print()
+    print(f"| mode | queries | p50 ms | p95 ms | p99 ms |   ({len(queries)} queries, one client)")
+    print("|---|---|---|---|---|")
+    for mode, seconds in timings.items():
+        print(f"| {mode} | {len(seconds)} | {percentiles(seconds)} |")
+    assert rows == chunks, f"LanceDB has {rows} rows for {chunks} manifest chunks"
+
+    port = int(config.read_text().split("127.0.0.1:")[1].split('"')[0])
+    with (work / "serve.log").open("ab") as log:
+        daemon = subprocess.Popen(
+            [sys.executable, "-m", "ragd", "--config", str(config), "serve"],
+            stdout=log,
+            stderr=log,
+            env=dict(os.environ, HF_HUB_OFFLINE="1"),
+        )
+        try:
+            wait_until(lambda: _idle(port), 600, 0.2)
+            latencies = over_http(port, queries, args.clients, args.seconds)
+            rss = peak_rss_mib(daemon.pid)
+        finally:
+            daemon.send_signal(signal.SIGTERM)
+            daemon.wait(30)
+    print()
+    print("| HTTP clients | requests | queries/s | p50 ms | p95 ms | p99 ms | serve peak RSS MiB |")
+    print("|---|---|---|---|---|---|---|")
+    print(
+        f"| {args.clients} | {len(latencies)} | {len(latencies) / args.seconds:.0f} | "
+        f"{percentiles(latencies)} | {rss:.0f} |"
+    )
+    print(f"(mean {statistics.mean(latencies) * 1000:.1f} ms over {args.seconds:.0f} s, hybrid)")
+    if scratch is not None:
+        scratch.cleanup()
+
+
+if __name__ == "__main__":
+    main()
