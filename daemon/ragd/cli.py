@@ -113,16 +113,31 @@ def index(state: _State, full: bool, as_json: bool) -> int:
     help="Retriever: hybrid (BM25 + vector, RRF), bm25 or vector. Default: search.mode.",
 )
 @click.option("--exclude-stale", is_flag=True, help="Drop hits whose source may have changed.")
+@click.option(
+    "--expand",
+    is_flag=True,
+    help="Give each hit its whole section as context (bounded), for an LLM prompt.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_obj
 def query(
-    state: _State, text: str, k: int | None, mode: Mode | None, exclude_stale: bool, as_json: bool
+    state: _State,
+    text: str,
+    k: int | None,
+    mode: Mode | None,
+    exclude_stale: bool,
+    expand: bool,
+    as_json: bool,
 ) -> int:
     """Search the index for TEXT."""
     runtime = state.runtime()
     with runtime.readers() as stores:
         response = runtime.searcher(*stores).search(
-            text, k=k, mode=mode or runtime.config.search.mode, exclude_stale=exclude_stale
+            text,
+            k=k,
+            mode=mode or runtime.config.search.mode,
+            exclude_stale=exclude_stale,
+            expand=expand,
         )
     if as_json:
         click.echo(json.dumps(response.to_json(), indent=2, ensure_ascii=False))
@@ -281,6 +296,9 @@ def _query_text(response: SearchResponse) -> str:
             f"    {doc.source}:{doc.key}  score {hit.score:.4f}  "
             f"bm25 #{hit.bm25_rank or '-'}  vector #{hit.vector_rank or '-'}"
         )
+        if hit.context is not None:  # asked for: the whole section, as an LLM would get it
+            lines.extend(f"    {line}" for line in hit.context.splitlines())
+            continue
         snippet = " ".join(chunk.text.split())
         lines.append(f"    {snippet[:200]}{'…' if len(snippet) > 200 else ''}")
     if response.excluded_stale:
@@ -304,6 +322,13 @@ def _eval_text(reports: list[ModeReport], kinds: list[str]) -> str:
             f"wrongly on {report.metrics()['wrongly_abstained']:.0%} of answerable; "
             f"{len(report.misses())} answerable not ranked first"
         )
+        for miss in report.misses():
+            ranks = ", ".join(
+                f"{name} {rank or '-'}"
+                for name, rank in {report.mode: miss["rank"], **miss["retriever_ranks"]}.items()
+            )
+            lines.append(f"  miss {miss['id']} ({ranks}): {miss['query']}")
+            lines.append(f"       gold {'; '.join(miss['gold'])}")
     return "\n".join(lines)
 
 

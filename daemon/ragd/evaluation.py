@@ -13,12 +13,13 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from ragd.errors import UsageError
 from ragd.search import Hit, Mode, Searcher
 
 CUTOFFS = (1, 5, 10)
+RETRIEVERS: tuple[Mode, ...] = ("bm25", "vector")  # each on its own, for misses
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,20 @@ class Outcome:
     first_rank: int | None  # 1-based rank of the first answering hit within k
     abstained: bool
     top: list[str] = field(default_factory=list)  # "path › heading" of the first hits
+    # For a miss: the gold's rank in each retriever's own candidate list (None: not in it).
+    retriever_ranks: dict[str, int | None] = field(default_factory=dict)
+
+
+class Miss(TypedDict):
+    """An answerable question whose gold was not ranked first, and where each list had it."""
+
+    id: str
+    kind: str
+    query: str
+    gold: list[str]
+    rank: int | None
+    retriever_ranks: dict[str, int | None]
+    top: list[str]
 
 
 @dataclass
@@ -125,7 +140,7 @@ class ModeReport:
             "abstained": round(sum(o.abstained for o in negatives) / (len(negatives) or 1), 4),
         }
 
-    def misses(self) -> list[dict[str, object]]:
+    def misses(self) -> list[Miss]:
         """Answerable questions whose gold was not ranked first."""
         return [
             {
@@ -134,6 +149,7 @@ class ModeReport:
                 "query": o.question.query,
                 "gold": [f"{g.path} › {g.heading}" for g in o.question.gold],
                 "rank": o.first_rank,
+                "retriever_ranks": o.retriever_ranks,
                 "top": o.top[:3],
             }
             for o in self.outcomes
@@ -172,5 +188,16 @@ def evaluate(
         response = searcher.search(question.query, k=k, mode=mode)
         first = next((hit.rank for hit in response.hits if answers(hit, question)), None)
         top = [f"{h.document.key} › {' / '.join(h.chunk.heading_path)}" for h in response.hits]
-        outcomes.append(Outcome(question, first, response.abstained, top))
+        ranks: dict[str, int | None] = (
+            {r: gold_rank(searcher, question, r, searcher.settings.candidates) for r in RETRIEVERS}
+            if question.gold and first != 1
+            else {}
+        )
+        outcomes.append(Outcome(question, first, response.abstained, top, ranks))
     return ModeReport(mode, outcomes)
+
+
+def gold_rank(searcher: Searcher, question: Question, mode: Mode, depth: int) -> int | None:
+    """Rank of the first answering hit in one mode's list, looking `depth` deep."""
+    response = searcher.search(question.query, k=depth, mode=mode)
+    return next((hit.rank for hit in response.hits if answers(hit, question)), None)

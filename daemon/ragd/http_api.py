@@ -34,7 +34,9 @@ class Backend(Protocol):
         """Largest request body accepted."""
         ...
 
-    def search(self, query: str, k: int | None, mode: str | None, exclude_stale: bool) -> Any:
+    def search(
+        self, query: str, k: int | None, mode: str | None, exclude_stale: bool, expand: bool
+    ) -> Any:
         """Run a query; returns the query contract's JSON object."""
         ...
 
@@ -97,8 +99,8 @@ def _json_object(body: bytes) -> Mapping[str, Any]:
     return value
 
 
-def _query_args(payload: Mapping[str, Any]) -> tuple[str, int | None, str | None, bool]:
-    unknown = set(payload) - {"query", "k", "mode", "exclude_stale"}
+def _query_args(payload: Mapping[str, Any]) -> tuple[str, int | None, str | None, bool, bool]:
+    unknown = set(payload) - {"query", "k", "mode", "exclude_stale", "expand"}
     if unknown:
         raise HTTPException(400, f"unknown field(s): {', '.join(sorted(unknown))}")
     query = payload.get("query")
@@ -113,7 +115,10 @@ def _query_args(payload: Mapping[str, Any]) -> tuple[str, int | None, str | None
     exclude_stale = payload.get("exclude_stale", False)
     if not isinstance(exclude_stale, bool):
         raise HTTPException(400, "'exclude_stale' must be true or false")
-    return query, k, mode, exclude_stale
+    expand = payload.get("expand", False)
+    if not isinstance(expand, bool):
+        raise HTTPException(400, "'expand' must be true or false")
+    return query, k, mode, exclude_stale, expand
 
 
 class _Endpoints:
@@ -124,10 +129,10 @@ class _Endpoints:
 
     async def query(self, request: Request) -> Response:
         payload = _json_object(await read_body(request, self.backend.max_body_bytes))
-        query_text, k, mode, exclude_stale = _query_args(payload)
+        query_text, k, mode, exclude_stale, expand = _query_args(payload)
         try:
             result = await run_in_threadpool(
-                self.backend.search, query_text, k, mode, exclude_stale
+                self.backend.search, query_text, k, mode, exclude_stale, expand
             )
         except UsageError as exc:
             return _error(400, str(exc))

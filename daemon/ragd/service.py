@@ -108,14 +108,18 @@ class Readers:
         self._seen = 0
         self.generation = 0
 
-    def search(self, query: str, k: int | None, mode: Mode, exclude_stale: bool) -> Any:
+    def search(
+        self, query: str, k: int | None, mode: Mode, exclude_stale: bool, expand: bool
+    ) -> Any:
         """Run one query (queries are serialised: they share one SQLite connection)."""
         with self.lock:
             if self._seen != self.generation:
                 self._seen = self.generation
                 self.vectors.refresh()
                 self.keywords.refresh()
-            return self.searcher.search(query, k=k, mode=mode, exclude_stale=exclude_stale)
+            return self.searcher.search(
+                query, k=k, mode=mode, exclude_stale=exclude_stale, expand=expand
+            )
 
     def close(self) -> None:
         """Close the manifest connection."""
@@ -150,10 +154,12 @@ class Daemon:
     def max_body_bytes(self) -> int:
         return self.config.http.max_body_bytes
 
-    def search(self, query: str, k: int | None, mode: str | None, exclude_stale: bool) -> Any:
+    def search(
+        self, query: str, k: int | None, mode: str | None, exclude_stale: bool, expand: bool
+    ) -> Any:
         chosen: Mode = mode or self.config.search.mode  # type: ignore[assignment]
         started = time.perf_counter()
-        result = self.readers.search(query, k, chosen, exclude_stale).to_json()
+        result = self.readers.search(query, k, chosen, exclude_stale, expand).to_json()
         self.metrics.query_seconds.labels(mode=chosen).observe(time.perf_counter() - started)
         return result
 

@@ -173,3 +173,23 @@ def test_a_bad_config_key_exits_2_naming_the_key(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert "max_char" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_expand_gives_each_hit_its_whole_section_as_context(indexed_fastapi: Path) -> None:
+    plain = run_json(indexed_fastapi, "query", "dependencies with yield", "-k", "3")
+    expanded = run_json(indexed_fastapi, "query", "dependencies with yield", "-k", "3", "--expand")
+
+    assert all("context" not in hit for hit in plain["results"])
+    assert [h["chunk_id"] for h in expanded["results"]] == [h["chunk_id"] for h in plain["results"]]
+    for hit in expanded["results"]:
+        assert hit["text"].strip()[:200] in hit["context"]
+        assert len(hit["context"]) >= len(hit["text"].strip())
+
+
+def test_expand_prints_the_section_in_the_text_output(indexed_fastapi: Path) -> None:
+    result = run_ragd(indexed_fastapi, "query", "dependencies with yield", "-k", "1", "--expand")
+
+    assert result.returncode == 0, result.stderr
+    hit = run_json(indexed_fastapi, "query", "dependencies with yield", "-k", "1", "--expand")
+    last_line = hit["results"][0]["context"].strip().splitlines()[-1]
+    assert f"    {last_line}" in result.stdout.splitlines()

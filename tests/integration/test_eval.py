@@ -66,3 +66,28 @@ def test_a_gold_set_for_another_corpus_is_refused_loudly(
 
     assert result.returncode == 2
     assert "not in the index" in result.stderr and "pages/common/tar.md" in result.stderr
+
+
+def test_every_miss_names_the_gold_rank_in_each_retriever(
+    report: dict[str, dict[str, dict[str, list[dict[str, object]]]]],
+) -> None:
+    modes = report["modes"]
+    misses = modes["hybrid"]["misses"]
+    assert misses, "the gold set has hybrid misses to explain"
+    for miss in misses:
+        ranks = miss["retriever_ranks"]
+        assert isinstance(ranks, dict)
+        assert set(ranks) == {"bm25", "vector"}
+        for mode in ("bm25", "vector"):
+            # The same gold, ranked first by that retriever on its own, is not its miss.
+            missed_there = {m["id"] for m in modes[mode]["misses"]}
+            assert (ranks[mode] == 1) == (miss["id"] not in missed_there), (miss["id"], mode)
+
+
+def test_the_text_report_lists_each_miss_with_its_ranks(indexed_fastapi: Path) -> None:
+    result = run_ragd(indexed_fastapi, "eval", str(GOLD), "--mode", "hybrid")
+
+    assert result.returncode == 0, result.stderr
+    miss_lines = [line for line in result.stdout.splitlines() if line.startswith("  miss ")]
+    assert miss_lines
+    assert all("hybrid " in line and "bm25 " in line and "vector " in line for line in miss_lines)

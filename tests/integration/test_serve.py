@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -208,3 +209,27 @@ def test_sd_notify_ready_watchdog_and_stopping(tmp_path: Path) -> None:
     finally:
         daemon.stop()
         sock.close()
+
+
+def test_http_query_with_expand_returns_each_hits_section(served: Served) -> None:
+    status, body = served.post(
+        "/v1/query",
+        json.dumps({"query": "path parameters", "k": 3, "expand": True}).encode(),
+        {"Content-Type": "application/json"},
+    )
+
+    assert status == 200
+    assert body["results"]
+    for hit in body["results"]:
+        assert hit["text"].strip()[:200] in hit["context"]
+
+
+def test_http_expand_must_be_true_or_false(served: Served) -> None:
+    status, body = served.post(
+        "/v1/query",
+        json.dumps({"query": "path parameters", "expand": "yes"}).encode(),
+        {"Content-Type": "application/json"},
+    )
+
+    assert status == 400
+    assert body == {"error": "'expand' must be true or false"}
