@@ -204,7 +204,7 @@ class Indexer:
                     self._delete(record)
         self.manifest.prune_vectors()
         report = self._finish()
-        if not report.interrupted:
+        if report.added or report.changed:  # a no-op pass never even opens LanceDB
             self.stores.vectors(self.embedder.dim).ensure_vector_index()
         return report
 

@@ -1,0 +1,193 @@
+"""Full index, no-op re-index and no-op daemon rescan, each beside its lower bound.
+
+Usage:
+    python bench/full_index.py CORPUS [--model DIR]
+
+CORPUS is a directory (e.g. ../shared/corpora/fastapi-docs) or a .tar.gz to unpack
+(e.g. ../shared/corpora/tldr-pages.tar.gz). Every *.md file under it is indexed into a
+fresh temporary data_dir. In one run, on the same machine state, it measures:
+
+- full index: the real `ragd index` process, beside the bare model (model2vec `encode`,
+  same batch size, one process) encoding the same unique chunk texts ragd sent to it:
+  the pipeline overhead ratio (issue 8 target: at most 1.5);
+- no-op re-index: `ragd index` again, beside a bare `os.scandir` + `stat` walk of the
+  same tree (target: at most 3x; zero model calls);
+- no-op daemon rescan: `ragd serve` started on the up-to-date index; the start-up scan
+  is a full rescan that finds nothing to do; its time from the writer's log.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import signal
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import urllib.request
+from datetime import datetime
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from ragd.chunking import labelled_text  # noqa: E402
+from ragd.manifest import Manifest  # noqa: E402
+from tests.integration.daemon import free_port, wait_until  # noqa: E402
+
+DEFAULT_MODEL = REPO.parent / "shared" / "models" / "minilm-l6-static-256"
+BATCH_SIZE = 1024  # [embedding] batch_size default
+
+
+def run_index(config: Path) -> tuple[dict[str, object], float, int]:
+    """Run `ragd index --json`; return its report, wall seconds and peak RSS in MiB."""
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ragd", "--config", str(config), "index", "--json"],
+        stdout=subprocess.PIPE,
+        env=dict(os.environ, HF_HUB_OFFLINE="1"),
+    )
+    assert process.stdout is not None
+    output = process.stdout.read()
+    _, status, usage = os.wait4(process.pid, 0)
+    seconds = time.perf_counter() - started
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"ragd index failed with exit code {os.waitstatus_to_exitcode(status)}")
+    return json.loads(output), seconds, usage.ru_maxrss // 1024
+
+
+def embed_texts(manifest_path: Path) -> list[str]:
+    """The unique texts ragd embeds: title and heading path prefixed to each chunk."""
+    manifest = Manifest.open_readonly(manifest_path)
+    try:
+        texts: dict[str, None] = {}
+        for document in manifest.documents():
+            for chunk in manifest.chunks_of(document.doc_id):
+                texts[labelled_text(document.title, chunk.heading_path, chunk.text)] = None
+        return list(texts)
+    finally:
+        manifest.close()
+
+
+def bare_encode_seconds(model_dir: Path, texts: list[str]) -> float:
+    """Seconds model2vec takes to encode `texts` in batches of BATCH_SIZE (model loaded)."""
+    from model2vec import StaticModel
+
+    model = StaticModel.from_pretrained(str(model_dir))
+    model.encode(texts[:BATCH_SIZE], batch_size=BATCH_SIZE, use_multiprocessing=False)  # warm
+    started = time.perf_counter()
+    for start in range(0, len(texts), BATCH_SIZE):
+        model.encode(
+            texts[start : start + BATCH_SIZE], batch_size=BATCH_SIZE, use_multiprocessing=False
+        )
+    return time.perf_counter() - started
+
+
+def walk_seconds(root: Path) -> tuple[float, int]:
+    """Seconds for a bare recursive scandir + stat of every entry; and the file count."""
+    started = time.perf_counter()
+    files = 0
+    pending = [str(root)]
+    while pending:
+        with os.scandir(pending.pop()) as entries:
+            for entry in entries:
+                entry.stat(follow_symlinks=False)
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append(entry.path)
+                else:
+                    files += 1
+    return time.perf_counter() - started, files
+
+
+def daemon_rescan_seconds(config: Path, port: int, log_path: Path) -> float:
+    """Start `ragd serve` on an up-to-date index; seconds its start-up rescan took."""
+    with log_path.open("wb") as log:
+        daemon = subprocess.Popen(
+            [sys.executable, "-m", "ragd", "--config", str(config), "serve"],
+            stdout=log,
+            stderr=log,
+            env=dict(os.environ, HF_HUB_OFFLINE="1", RAGD_LOG_FORMAT="json"),
+        )
+        try:
+            wait_until(lambda: _scanned(port), 600, 0.2)
+        finally:
+            daemon.send_signal(signal.SIGTERM)
+            daemon.wait(60)
+    for line in log_path.read_text().splitlines():
+        event = json.loads(line) if line.startswith("{") else {}
+        if event.get("event") == "scan_finished":
+            return float(event["seconds"])
+    raise SystemExit(f"no scan_finished event in {log_path}")
+
+
+def _scanned(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/status", timeout=30) as reply:
+            daemon = json.loads(reply.read())["daemon"]
+    except OSError:
+        return False
+    return bool(daemon["writer"]["last_scan_at"]) and not daemon["writer"]["busy"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("corpus", type=Path)
+    parser.add_argument("--model", type=Path, default=DEFAULT_MODEL)
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="ragd-bench-") as tmp:
+        work = Path(tmp)
+        root = args.corpus.resolve()
+        if root.is_file():
+            with tarfile.open(root) as archive:
+                archive.extractall(work / "corpus", filter="data")
+            root = work / "corpus"
+        port = free_port()
+        config = work / "config.toml"
+        config.write_text(
+            f'[daemon]\ndata_dir = "{work / "data"}"\n'
+            f'[http]\nlisten = "127.0.0.1:{port}"\n'
+            f'[embedding]\nmodel = "{args.model.resolve()}"\n'
+            f'[[sources]]\nname = "bench"\ntype = "folder"\npath = "{root}"\n'
+            'include = ["**/*.md"]\n'
+        )
+        full, full_wall, full_rss = run_index(config)
+        texts = embed_texts(work / "data" / "state.db")
+        encode_s = bare_encode_seconds(args.model, texts)
+        noop, noop_wall, noop_rss = run_index(config)
+        walk_s, entries = walk_seconds(root)
+        rescan_s = daemon_rescan_seconds(config, port, work / "serve.log")
+
+    chunks = full["chunks"]["embedded"] + full["chunks"]["reused"]  # type: ignore[index]
+    files = sum(full["documents"].values())  # type: ignore[attr-defined]
+    full_s, noop_s = float(full["seconds"]), float(noop["seconds"])  # type: ignore[arg-type]
+    print(
+        f"{datetime.now():%Y-%m-%d %H:%M}  {platform.machine()}, {os.cpu_count()} cores, ", end=""
+    )
+    print(f"Python {platform.python_version()}; corpus {args.corpus}")
+    print()
+    print("| step | ragd s | beside it | bare s | ratio | notes |")
+    print("|---|---|---|---|---|---|")
+    print(
+        f"| full index ({files} files, {chunks} chunks) | {full_s:.2f} | model2vec encode of "
+        f"the {len(texts)} unique chunk texts | {encode_s:.2f} | {full_s / encode_s:.2f} | "
+        f"{chunks / full_s:.0f} chunks/s; process wall {full_wall:.2f} s; peak RSS "
+        f"{full_rss} MiB; embedded {full['chunks']['embedded']} |"  # type: ignore[index]
+    )
+    print(
+        f"| no-op re-index | {noop_s:.2f} | scandir + stat walk ({entries} files) | "
+        f"{walk_s:.2f} | {noop_s / walk_s:.2f} | process wall {noop_wall:.2f} s; peak RSS "
+        f"{noop_rss} MiB; embedded {noop['chunks']['embedded']} |"  # type: ignore[index]
+    )
+    print(
+        f"| no-op daemon rescan | {rescan_s:.2f} | scandir + stat walk | {walk_s:.2f} | "
+        f"{rescan_s / walk_s:.2f} | start-up scan of `ragd serve` on the up-to-date index |"
+    )
+
+
+if __name__ == "__main__":
+    main()
