@@ -9,7 +9,7 @@ and the query result contract of DESIGN.md.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Literal
@@ -166,14 +166,10 @@ class Searcher:
         response = SearchResponse(query=query, mode=mode)
         excluded = 0
         now = datetime.now(UTC)
-        rows = self.manifest.chunks([f.item for f in fused])
         documents: dict[str, DocumentRecord | None] = {}
         pending = self.manifest.pending_doc_ids()
         sections: set[tuple[str, tuple[str, ...]]] = set()
-        for f in fused:
-            chunk = rows.get(f.item)
-            if chunk is None:
-                continue  # not (or no longer) committed in the manifest: never served
+        for f, chunk in self._committed(fused, page=2 * limit + 10):
             if chunk.doc_id not in documents:
                 documents[chunk.doc_id] = self.manifest.document(chunk.doc_id)
             doc = documents[chunk.doc_id]
@@ -252,6 +248,19 @@ class Searcher:
             ),
             bm25_per_term=bm25[0][1] / terms if bm25 else 0.0,
         )
+
+    def _committed(self, fused: list[Fused], page: int) -> Iterator[tuple[Fused, ChunkRecord]]:
+        """The fused items the manifest lists, in order, read a page at a time.
+
+        Items not (or no longer) committed in the manifest are never served. Paging keeps
+        the common query from loading every candidate's text (~1.5 ms at 100 candidates).
+        """
+        for start in range(0, len(fused), page):
+            part = fused[start : start + page]
+            rows = self.manifest.chunks([f.item for f in part])
+            for f in part:
+                if (chunk := rows.get(f.item)) is not None:
+                    yield f, chunk
 
     def _retrieve(self, query: str, mode: Mode) -> dict[str, list[tuple[str, float]]]:
         """Each retriever's `candidates` best (chunk_id, score), best first."""
