@@ -6,10 +6,11 @@ import os
 import socket
 from pathlib import Path
 
+import pathspec
 import pytest
 
 from ragd.errors import DocumentError, SourceError
-from ragd.folders import FolderSource, Listing
+from ragd.folders import FolderSource, Listing, glob_matcher
 
 
 def _source(root: Path, **kwargs: object) -> FolderSource:
@@ -102,3 +103,47 @@ def test_a_listing_does_not_vouch_for_keys_under_unreadable_directories() -> Non
 
 def test_uri_is_a_file_url_of_the_path(tmp_path: Path) -> None:
     assert _source(tmp_path).uri_for("a b/c.md") == (tmp_path / "a b" / "c.md").as_uri()
+
+
+_PATTERN_SETS = [
+    ("**/*.md",),
+    ("**/*.md", "docs/**/*.html", "*.txt"),
+    (".git/", "node_modules/", ".*/"),
+    ("build", "/top-only.md", "a/**/b.md", "*.tmp"),
+    ("**/*.md", "!keep/**"),  # a negation: pathspec itself decides
+    (),
+]
+_KEYS = [
+    "a.md",
+    "docs/a.md",
+    "docs/x/y.html",
+    "docs/y.html",
+    "notes.txt",
+    "x/notes.txt",
+    ".git/",
+    "src/.git/",
+    "node_modules/",
+    "a/node_modules/",
+    ".hidden/",
+    "x/.cache/",
+    "build",
+    "x/build",
+    "build/",
+    "top-only.md",
+    "x/top-only.md",
+    "a/b.md",
+    "a/x/y/b.md",
+    "keep/a.md",
+    "file.tmp",
+    "dir.tmp/",
+    "README",
+    "ü/ä.md",
+]
+
+
+@pytest.mark.parametrize("patterns", _PATTERN_SETS)
+def test_glob_matcher_agrees_with_pathspec_on_every_key(patterns: tuple[str, ...]) -> None:
+    spec = pathspec.PathSpec.from_lines("gitwildmatch", patterns)
+    matches = glob_matcher(patterns)
+
+    assert [matches(k) for k in _KEYS] == [bool(spec.match_file(k)) for k in _KEYS]
