@@ -129,7 +129,7 @@ def test_omitted_sections_take_defaults(tmp_path: Path) -> None:
     assert (config.chunking.max_chars, config.chunking.overlap) == (900, 120)
     search = config.search
     assert (search.k, search.candidates, search.rrf_k) == (10, 50, 60)
-    assert (search.max_query_chars, search.mode) == (2000, "hybrid")
+    assert (search.max_query_chars, search.mode, search.fusion) == (2000, "hybrid", "convex")
     assert config.schedule.rescan_interval == timedelta(hours=1)
     assert config.schedule.compact_interval == timedelta(hours=6)
     assert config.schedule.cleanup_older_than == timedelta(minutes=10)
@@ -747,3 +747,13 @@ def test_load_config_resolves_paths_against_the_file_directory(tmp_path: Path) -
     config = load_config(path, environ={})
     assert config.path == path
     assert folder_source(config, "docs").path == tmp_path / "etc" / "docs"
+
+
+def test_fusion_is_convex_or_rrf(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text('[search]\nfusion = "rrf"\n' + FOLDER)
+
+    assert load_config(path).search.fusion == "rrf"
+    assert error('[search]\nfusion = "max"\n' + FOLDER, tmp_path) == (
+        'config.toml: search.fusion: must be one of "convex", "rrf", got "max"'
+    )

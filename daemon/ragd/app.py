@@ -113,6 +113,7 @@ class Runtime:
                 max_query_chars=search.max_query_chars,
                 bm25_weight=search.bm25_weight,
                 vector_weight=search.vector_weight,
+                fusion=search.fusion,
             ),
         )
 

@@ -65,6 +65,7 @@ __all__ = [
     "LogLevel",
     "ScheduleConfig",
     "SearchConfig",
+    "SearchFusion",
     "SearchMode",
     "SignatureScheme",
     "SourceConfig",
@@ -79,6 +80,9 @@ __all__ = [
 LogFormat = Literal["auto", "json", "console"]
 LogLevel = Literal["debug", "info", "warning", "error"]
 SearchMode = Literal["hybrid", "bm25", "vector"]
+# How hybrid mode fuses its two lists (ragd.fusion): scores each divided by the list's best
+# and summed with weights, or weighted reciprocal rank fusion.
+SearchFusion = Literal["convex", "rrf"]
 SignatureScheme = Literal["standard-webhooks", "github"]
 _SourceType = Literal["folder", "webhook"]
 
@@ -145,6 +149,7 @@ class SearchConfig:
     rrf_k: int = 60
     max_query_chars: int = 2000
     mode: SearchMode = "hybrid"
+    fusion: SearchFusion = "convex"
     bm25_weight: float = 1.0
     vector_weight: float = 0.5
 
@@ -317,6 +322,7 @@ def _schema(base_dir: Path) -> dict[str, dict[str, _Convert]]:
             "rrf_k": _int(1),
             "max_query_chars": _int(1, 100_000),
             "mode": _choice(SearchMode),
+            "fusion": _choice(SearchFusion),
             "bm25_weight": _weight,
             "vector_weight": _weight,
         },

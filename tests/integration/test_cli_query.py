@@ -193,3 +193,18 @@ def test_expand_prints_the_section_in_the_text_output(indexed_fastapi: Path) -> 
     hit = run_json(indexed_fastapi, "query", "dependencies with yield", "-k", "1", "--expand")
     last_line = hit["results"][0]["context"].strip().splitlines()[-1]
     assert f"    {last_line}" in result.stdout.splitlines()
+
+
+def test_search_fusion_setting_switches_hybrid_to_reciprocal_rank_fusion(
+    indexed_fastapi: Path, tmp_path: Path
+) -> None:
+    rrf_config = tmp_path / "rrf.toml"
+    rrf_config.write_text('[search]\nfusion = "rrf"\n' + indexed_fastapi.read_text())
+
+    convex = run_json(indexed_fastapi, "query", "request body", "-k", "3")
+    rrf = run_json(rrf_config, "query", "request body", "-k", "3")
+
+    # Convex: the best BM25 hit alone scores its weight, 1.0 (more if the vector side has
+    # it too); RRF: at most 1.0/61 + 0.5/61 with k = 60.
+    assert convex["results"][0]["score"] >= 1.0
+    assert rrf["results"][0]["score"] <= 1.5 / 61
