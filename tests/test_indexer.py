@@ -13,7 +13,7 @@ from ragd.errors import LockedError
 from ragd.folders import FileContent, FolderSource
 from ragd.indexer import Indexer
 from ragd.pipeline import Pipeline
-from ragd.stores import DataDir, WriterLock, WriterStores, compare_stores
+from ragd.stores import DataDir, WriterLock, WriterStores, compare_ids, compare_stores
 from tests.conftest import FakeEmbedder
 
 DOC = """# Guide
@@ -283,3 +283,21 @@ def test_a_document_with_too_many_chunks_is_failed_with_a_reason(
     finally:
         stores.close()
     assert record is not None and record.error == "document has 3 chunks; the limit is 2"
+
+
+def test_chunks_committed_between_two_manifest_reads_are_in_flight_not_disagreement() -> None:
+    before = {"a", "b"}  # then a batch replaced b with c, and the stores were read mid-way
+    after = {"a", "c"}
+
+    settled = compare_ids(before, {"a", "c"}, {"a", "b"}, listed_after=after)
+
+    assert settled.agree
+    assert settled.manifest_chunks == 2
+
+
+def test_a_chunk_missing_from_both_manifest_reads_or_orphaned_is_still_reported() -> None:
+    settled = compare_ids({"a", "b"}, {"a"}, {"a", "b", "z"}, listed_after={"a", "b"})
+
+    assert not settled.agree
+    assert settled.missing_from_lancedb == {"b"}
+    assert settled.orphans_in_tantivy == {"z"}

@@ -478,6 +478,24 @@ class Manifest:
             )
             return cur.rowcount
 
+    def reclaim_space(self, min_free_share: float = 0.25) -> bool:
+        """VACUUM when at least `min_free_share` of the file is free pages; True if it ran.
+
+        SQLite reuses the pages of deleted rows (pruned vectors, replaced chunks) but never
+        gives them back; without this the file keeps the size of its busiest day.
+        """
+        pages = self._conn.execute("PRAGMA page_count").fetchone()[0]
+        free = self._conn.execute("PRAGMA freelist_count").fetchone()[0]
+        if not pages or free / pages < min_free_share:
+            return False
+        try:
+            self._conn.execute("VACUUM")
+            # The vacuumed copy went through the WAL; hand that space back too.
+            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot compact the manifest {self.path}: {exc}") from exc
+        return True
+
 
 def _chunk(row: tuple[str, str, int, str, str, str]) -> ChunkRecord:
     return ChunkRecord(row[0], row[1], row[2], tuple(json.loads(row[3])), row[4], row[5])

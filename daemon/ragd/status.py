@@ -147,6 +147,7 @@ def build_status(
     read elsewhere meanwhile (see ragd.prefetch).
     """
     now = datetime.now(UTC)
+    listed_before = manifest.chunk_ids()
     by_source: dict[str, list[DocumentRecord]] = {}
     for doc in manifest.documents():
         by_source.setdefault(doc.source, []).append(doc)
@@ -166,11 +167,12 @@ def build_status(
         )
         for name in names
     ]
-    listed, in_tantivy = manifest.chunk_ids(), keywords.chunk_ids()
+    in_tantivy, in_lance = keywords.chunk_ids(), vector_ids()
+    agreement = compare_ids(listed_before, in_lance, in_tantivy, listed_after=manifest.chunk_ids())
     return StatusReport(
         generated_at=format_time(now),
         fingerprint=fingerprint,
-        agreement=compare_ids(listed, vector_ids(), in_tantivy),
+        agreement=agreement,
         sources=source_reports,
         last_full_scan_at=manifest.last_full_scan_at(),
         queue_depth=sum(jobs.values()),

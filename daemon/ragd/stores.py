@@ -163,16 +163,29 @@ def compare_stores(manifest: Manifest, vectors: VectorStore, keywords: KeywordSt
     return compare_ids(manifest.chunk_ids(), vectors.chunk_ids(), keywords.chunk_ids())
 
 
-def compare_ids(listed: set[str], in_lance: set[str], in_tantivy: set[str]) -> Agreement:
-    """Compare chunk id sets read from the manifest, LanceDB and Tantivy."""
+def compare_ids(
+    listed: set[str],
+    in_lance: set[str],
+    in_tantivy: set[str],
+    *,
+    listed_after: set[str] | None = None,
+) -> Agreement:
+    """Compare chunk id sets read from the manifest, LanceDB and Tantivy.
+
+    `listed_after` is the manifest read again after both stores, beside a running writer:
+    a chunk committed or removed between the two reads was in flight, not missing or
+    orphaned.
+    """
+    after = listed if listed_after is None else listed_after
+    stable, known = listed & after, listed | after
     return Agreement(
-        manifest_chunks=len(listed),
+        manifest_chunks=len(after),
         lancedb_chunks=len(in_lance),
         tantivy_chunks=len(in_tantivy),
-        missing_from_lancedb=frozenset(listed - in_lance),
-        missing_from_tantivy=frozenset(listed - in_tantivy),
-        orphans_in_lancedb=frozenset(in_lance - listed),
-        orphans_in_tantivy=frozenset(in_tantivy - listed),
+        missing_from_lancedb=frozenset(stable - in_lance),
+        missing_from_tantivy=frozenset(stable - in_tantivy),
+        orphans_in_lancedb=frozenset(in_lance - known),
+        orphans_in_tantivy=frozenset(in_tantivy - known),
     )
 
 

@@ -233,3 +233,31 @@ def test_http_expand_must_be_true_or_false(served: Served) -> None:
 
     assert status == 400
     assert body == {"error": "'expand' must be true or false"}
+
+
+def test_scheduled_compaction_prunes_vectors_that_watch_events_left_behind(
+    tmp_path: Path,
+) -> None:
+    root = _small_root(tmp_path / "docs", files=5)
+    daemon = Served(
+        tmp_path, root, schedule='[schedule]\ncompact_interval = "2s"\ncleanup_older_than = "1s"\n'
+    )
+    daemon.start().wait_ready()
+    try:
+        daemon.wait_scanned()
+        page = root / "zebra.md"
+        for n in range(5):  # each version's vector stays cached until something prunes it
+            page.write_text(f"# Zebra\n\nVersion {n} of a page about zebra crossings.\n")
+            wait_until(
+                lambda n=n: "Version " + str(n) in (_indexed_text(daemon, "zebra") or ""), 10
+            )
+
+        def pruned() -> int:
+            events = [json.loads(line) for line in daemon.log_text().splitlines() if "{" in line]
+            return sum(
+                e.get("vectors_pruned", 0) for e in events if e.get("event") == "manifest_compacted"
+            )
+
+        assert wait_until(pruned, 20) >= 4
+    finally:
+        daemon.stop()
