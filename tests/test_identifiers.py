@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from ragd.identifiers import camel_parts, identifier_terms
+import re
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ragd.identifiers import camel_parts, compound_terms, identifier_terms
 
 
 def test_a_snake_case_name_is_kept_whole() -> None:
@@ -42,3 +47,12 @@ def test_a_sentence_end_does_not_join_words() -> None:
 
 def test_terms_longer_than_tantivys_limit_are_dropped() -> None:
     assert identifier_terms("a" * 30 + "_" + "b" * 30) == []
+
+
+@given(
+    st.text(alphabet=st.characters(codec="utf-8", categories=["L", "N", "P", "Zs"]), max_size=60)
+)
+def test_the_one_part_shortcut_changes_no_terms(text: str) -> None:
+    every_word_split = [p for w in re.findall(r"[^\W_]+", text) for p in camel_parts(w)]
+
+    assert identifier_terms(text) == compound_terms(text) + every_word_split

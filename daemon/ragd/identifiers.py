@@ -37,13 +37,8 @@ def camel_parts(word: str) -> list[str]:
     return [p.lower() for p in parts if len(p) >= MIN_PART_CHARS]
 
 
-def identifier_terms(text: str) -> list[str]:
-    """The extra terms of `text`: compound names whole and camelCase parts, in order.
-
-    Terms the default tokenizer already produces are not repeated here ("status" and
-    "code" of `status_code`, "httpexception" of `HTTPException`), so this field scores
-    exactly what the default field misses.
-    """
+def compound_terms(text: str) -> list[str]:
+    """Compound names (`status_code`, `fastapi.status`) whole and lowercased, in order."""
     terms: list[str] = []
     for match in _COMPOUND.finditer(text):
         whole = match.group().lower()
@@ -51,6 +46,21 @@ def identifier_terms(text: str) -> list[str]:
         # should match a bare `HTTP_201_CREATED`.
         segments = [s for s in whole.split(".") if "_" in s or "-" in s] if "." in whole else []
         terms.extend(t for t in (whole, *segments) if len(t) <= MAX_TERM_CHARS)
+    return terms
+
+
+def identifier_terms(text: str) -> list[str]:
+    """The extra terms of `text`: compound names whole and camelCase parts, in order.
+
+    Terms the default tokenizer already produces are not repeated here ("status" and
+    "code" of `status_code`, "httpexception" of `HTTPException`), so this field scores
+    exactly what the default field misses.
+    """
+    terms = compound_terms(text)
     for match in _WORD.finditer(text):
-        terms.extend(camel_parts(match.group()))
+        word = match.group()
+        # Most words of prose are one part (lower, UPPER or Title case): skip the regex.
+        if word.isalpha() and (word.islower() or word.isupper() or word.istitle()):
+            continue
+        terms.extend(camel_parts(word))
     return terms
