@@ -28,7 +28,6 @@ import sys
 import tarfile
 import tempfile
 import time
-import urllib.request
 from datetime import datetime
 from pathlib import Path
 
@@ -37,7 +36,7 @@ sys.path.insert(0, str(REPO))
 
 from ragd.chunking import labelled_text  # noqa: E402
 from ragd.manifest import Manifest  # noqa: E402
-from tests.integration.daemon import free_port, wait_until  # noqa: E402
+from tests.integration.daemon import free_port, scan_finished, wait_until  # noqa: E402
 
 DEFAULT_MODEL = REPO.parent / "shared" / "models" / "minilm-l6-static-256"
 BATCH_SIZE = 1024  # [embedding] batch_size default
@@ -113,7 +112,7 @@ def daemon_rescan_seconds(config: Path, port: int, log_path: Path) -> float:
             env=dict(os.environ, HF_HUB_OFFLINE="1", RAGD_LOG_FORMAT="json"),
         )
         try:
-            wait_until(lambda: _scanned(port), 600, 0.2)
+            wait_until(lambda: scan_finished(port), 600, 0.2)
         finally:
             daemon.send_signal(signal.SIGTERM)
             daemon.wait(60)
@@ -122,15 +121,6 @@ def daemon_rescan_seconds(config: Path, port: int, log_path: Path) -> float:
         if event.get("event") == "scan_finished":
             return float(event["seconds"])
     raise SystemExit(f"no scan_finished event in {log_path}")
-
-
-def _scanned(port: int) -> bool:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/status", timeout=30) as reply:
-            daemon = json.loads(reply.read())["daemon"]
-    except OSError:
-        return False
-    return bool(daemon["writer"]["last_scan_at"]) and not daemon["writer"]["busy"]
 
 
 def main() -> None:

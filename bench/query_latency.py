@@ -37,7 +37,6 @@ import tarfile
 import tempfile
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -46,7 +45,7 @@ sys.path.insert(0, str(REPO))
 from ragd.app import Runtime  # noqa: E402
 from ragd.config import load_config  # noqa: E402
 from ragd.search import MODES  # noqa: E402
-from tests.integration.daemon import free_port, wait_until  # noqa: E402
+from tests.integration.daemon import free_port, scan_finished, wait_until  # noqa: E402
 
 DEFAULT_MODEL = REPO.parent / "shared" / "models" / "minilm-l6-static-256"
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_-]{2,}")
@@ -153,17 +152,6 @@ def over_http(port: int, queries: list[str], clients: int, seconds: float) -> li
     return latencies
 
 
-def _idle(port: int) -> bool:
-    """True once the daemon answers and its start-up scan has finished."""
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/status", timeout=30) as reply:
-            daemon = json.loads(reply.read())["daemon"]
-    except OSError:
-        return False
-    writer = daemon["writer"]
-    return bool(writer["last_scan_at"]) and daemon["queue_depth"] == 0 and not writer["busy"]
-
-
 def peak_rss_mib(pid: int) -> float:
     """VmHWM of a running process, in MiB."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -226,7 +214,7 @@ def main() -> None:
             env=dict(os.environ, HF_HUB_OFFLINE="1"),
         )
         try:
-            wait_until(lambda: _idle(port), 600, 0.2)
+            wait_until(lambda: scan_finished(port), 600, 0.2)
             latencies = over_http(port, queries, args.clients, args.seconds)
             rss = peak_rss_mib(daemon.pid)
         finally:

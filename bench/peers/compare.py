@@ -1,7 +1,7 @@
 """Peer comparison: ragd against LangChain's indexing API and LlamaIndex's IngestionPipeline.
 
 Usage (in a separate venv, see bench/peers/README.md):
-    /tmp/peers-venv/bin/python bench/peers/compare.py [CORPUS] [--model DIR] [--json]
+    .venv-peers/bin/python bench/peers/compare.py [CORPUS] [--model DIR] [--json]
 
 CORPUS is a directory (default ../shared/corpora/fastapi-docs) or a .tar.gz to unpack. Each
 system gets its own temporary copy of every *.md file under it, the same local model2vec model,

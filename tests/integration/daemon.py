@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -15,7 +16,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import write_config
+from tests.conftest import FASTAPI_DOCS, write_config
+
+TUTORIAL = FASTAPI_DOCS / "docs" / "en" / "docs" / "tutorial"
 
 
 def free_port() -> int:
@@ -23,6 +26,25 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def small_root(target: Path, files: int = 50) -> Path:
+    """A root with `files` real markdown pages from fastapi-docs' tutorial."""
+    target.mkdir(parents=True)
+    for source in sorted(TUTORIAL.glob("*.md"))[:files]:
+        shutil.copyfile(source, target / source.name)
+    return target
+
+
+def scan_finished(port: int) -> bool:
+    """True once a daemon on `port` answers and its start-up scan is done and idle."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/status", timeout=30) as reply:
+            daemon = json.loads(reply.read())["daemon"]
+    except OSError:
+        return False
+    writer = daemon["writer"]
+    return bool(writer["last_scan_at"]) and daemon["queue_depth"] == 0 and not writer["busy"]
 
 
 def wait_until(predicate: Callable[[], Any], timeout: float, interval: float = 0.05) -> Any:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import time
@@ -14,23 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FASTAPI_DOCS
-from tests.integration.daemon import Served, wait_until
-
-TUTORIAL = FASTAPI_DOCS / "docs" / "en" / "docs" / "tutorial"
-
-
-def _small_root(target: Path, files: int = 50) -> Path:
-    """A root with `files` real markdown pages from fastapi-docs."""
-    target.mkdir(parents=True)
-    for source in sorted(TUTORIAL.glob("*.md"))[:files]:
-        shutil.copyfile(source, target / source.name)
-    return target
+from tests.integration.daemon import Served, small_root, wait_until
 
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[Served]:
-    daemon = Served(tmp_path, _small_root(tmp_path / "docs"))
+    daemon = Served(tmp_path, small_root(tmp_path / "docs"))
     daemon.start().wait_ready()
     daemon.wait_scanned()
     yield daemon
@@ -185,7 +173,7 @@ def test_sd_notify_ready_watchdog_and_stopping(tmp_path: Path) -> None:
     sock.settimeout(1.0)
     daemon = Served(
         tmp_path,
-        _small_root(tmp_path / "docs", 5),
+        small_root(tmp_path / "docs", 5),
         env={"NOTIFY_SOCKET": "@" + name, "WATCHDOG_USEC": "2000000"},
     )
     seen: list[str] = []
@@ -238,7 +226,7 @@ def test_http_expand_must_be_true_or_false(served: Served) -> None:
 def test_scheduled_compaction_prunes_vectors_that_watch_events_left_behind(
     tmp_path: Path,
 ) -> None:
-    root = _small_root(tmp_path / "docs", files=5)
+    root = small_root(tmp_path / "docs", files=5)
     daemon = Served(
         tmp_path, root, schedule='[schedule]\ncompact_interval = "2s"\ncleanup_older_than = "1s"\n'
     )

@@ -3,21 +3,11 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
-from tests.conftest import FASTAPI_DOCS, write_config
+from tests.conftest import write_config
 from tests.integration.conftest import run_ragd
-from tests.integration.daemon import Served
-
-TUTORIAL = FASTAPI_DOCS / "docs" / "en" / "docs" / "tutorial"
-
-
-def _root(target: Path, files: int = 10) -> Path:
-    target.mkdir(parents=True)
-    for source in sorted(TUTORIAL.glob("*.md"))[:files]:
-        shutil.copyfile(source, target / source.name)
-    return target
+from tests.integration.daemon import Served, small_root
 
 
 def _status_json(config: Path) -> dict[str, object]:
@@ -28,7 +18,7 @@ def _status_json(config: Path) -> dict[str, object]:
 
 
 def test_status_carries_the_running_daemons_section(tmp_path: Path) -> None:
-    served = Served(tmp_path, _root(tmp_path / "docs")).start().wait_ready()
+    served = Served(tmp_path, small_root(tmp_path / "docs", 10)).start().wait_ready()
     try:
         served.wait_scanned()
         report = _status_json(served.config)
@@ -48,7 +38,7 @@ def test_status_carries_the_running_daemons_section(tmp_path: Path) -> None:
 
 
 def test_status_reads_the_stores_once_the_daemon_has_stopped(tmp_path: Path) -> None:
-    served = Served(tmp_path, _root(tmp_path / "docs")).start().wait_ready()
+    served = Served(tmp_path, small_root(tmp_path / "docs", 10)).start().wait_ready()
     try:
         live = served.wait_scanned()
     finally:
@@ -64,7 +54,7 @@ def test_status_reads_the_stores_once_the_daemon_has_stopped(tmp_path: Path) -> 
 def test_status_ignores_a_daemon_serving_another_data_dir(tmp_path: Path) -> None:
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
-    served = Served(tmp_path / "a", _root(tmp_path / "docs")).start().wait_ready()
+    served = Served(tmp_path / "a", small_root(tmp_path / "docs", 10)).start().wait_ready()
     other = write_config(
         tmp_path / "b",
         tmp_path / "docs",
