@@ -46,3 +46,10 @@ def test_cancel_stops_a_slow_child_at_once() -> None:
     assert time.monotonic() - started < 5
     with pytest.raises(ProcessLookupError):
         os.kill(child.pid, 0)  # gone and reaped: no zombie left behind
+
+
+def test_cancel_after_the_result_was_taken_does_nothing() -> None:
+    child = ChildRead.start(lambda: 7, "seven")
+
+    assert child.result() == 7
+    child.cancel()  # nothing left to stop; must not raise on the closed pipe

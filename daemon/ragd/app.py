@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -134,29 +135,15 @@ class Runtime:
             for s in self.config.sources
         ]
         lancedb = self.data_dir.lancedb
-        if not prefetch:
-            with self.readers() as (manifest, vectors, keywords):
-                return build_status(
-                    manifest,
-                    vectors.chunk_ids,
-                    keywords,
-                    sources=infos,
-                    fingerprint=self.pipeline.fingerprint,
-                )
-        child = ChildRead.start(lambda: _lancedb_chunk_ids(lancedb), "LanceDB")
-        collected = False
-
-        def vector_ids() -> set[str]:
-            nonlocal collected
-            collected = True
-            return child.result()
-
+        child = (
+            ChildRead.start(partial(_lancedb_chunk_ids, lancedb), "LanceDB") if prefetch else None
+        )
         try:
             manifest = Manifest.open_readonly(self.data_dir.manifest)
             try:
                 return build_status(
                     manifest,
-                    vector_ids,
+                    child.result if child else VectorStore.open_readonly(lancedb).chunk_ids,
                     KeywordStore.open_readonly(self.data_dir.tantivy),
                     sources=infos,
                     fingerprint=self.pipeline.fingerprint,
@@ -164,8 +151,8 @@ class Runtime:
             finally:
                 manifest.close()
         finally:
-            if not collected:
-                child.cancel()
+            if child is not None:
+                child.cancel()  # a no-op once its result was taken
 
 
 def _lancedb_chunk_ids(directory: Path) -> set[str]:

@@ -30,6 +30,7 @@ class ChildRead(Generic[T]):
         self.pid = pid
         self._fd = pipe_fd
         self._what = what
+        self._collected = False
 
     @classmethod
     def start(cls, read: Callable[[], T], what: str) -> ChildRead[T]:
@@ -44,6 +45,7 @@ class ChildRead(Generic[T]):
 
     def result(self) -> T:
         """The child's value, or its error re-raised here (a RagdError keeps its message)."""
+        self._collected = True
         with os.fdopen(self._fd, "rb") as pipe:
             payload = pipe.read()
         os.waitpid(self.pid, 0)
@@ -57,7 +59,10 @@ class ChildRead(Generic[T]):
         return value  # type: ignore[no-any-return]
 
     def cancel(self) -> None:
-        """Stop and collect the child when the caller no longer wants its result."""
+        """Stop and collect the child unless its result was already taken."""
+        if self._collected:
+            return
+        self._collected = True
         os.close(self._fd)
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.pid, signal.SIGKILL)
