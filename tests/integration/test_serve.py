@@ -246,6 +246,6 @@ def test_scheduled_compaction_prunes_vectors_that_watch_events_left_behind(
                 e.get("vectors_pruned", 0) for e in events if e.get("event") == "manifest_compacted"
             )
 
-        assert wait_until(pruned, 20) >= 4
+        wait_until(lambda: pruned() >= 4, 20)  # versions 0-3, over however many compactions
     finally:
         daemon.stop()
