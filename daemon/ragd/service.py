@@ -168,8 +168,9 @@ class Daemon:
         return result
 
     def status(self) -> dict[str, object]:
-        report = self._settled_status().to_json()
-        report["daemon"] = {
+        # The daemon's counters first: the report, read after them, then holds at least
+        # everything they count ("scan finished, queue empty" means the stores show it).
+        daemon = {
             "state": self.state,
             "pid": os.getpid(),
             "data_dir": str(self.runtime.data_dir.root.resolve()),
@@ -184,6 +185,8 @@ class Daemon:
                 if job.next_run_time is not None
             },
         }
+        report = self._settled_status().to_json()
+        report["daemon"] = daemon
         return report
 
     def _settled_status(self) -> StatusReport:
