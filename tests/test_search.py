@@ -28,6 +28,15 @@ DOCS = {
 }
 
 
+def _index(root: Path, data: DataDir, pipeline: Pipeline, embedder: FakeEmbedder) -> None:
+    """One indexing pass over `root` as folder source "docs"."""
+    stores = WriterStores(data)
+    try:
+        Indexer(stores, [FolderSource("docs", root, ("**/*.md",))], pipeline, embedder).run()
+    finally:
+        stores.close()
+
+
 @pytest.fixture
 def indexed(tmp_path: Path, fake_embedder: FakeEmbedder) -> tuple[Path, DataDir, Pipeline]:
     root = tmp_path / "docs"
@@ -36,12 +45,7 @@ def indexed(tmp_path: Path, fake_embedder: FakeEmbedder) -> tuple[Path, DataDir,
         (root / name).write_text(text)
     data = DataDir(tmp_path / "data")
     pipeline = Pipeline(ChunkSettings(), fake_embedder.identity)
-    stores = WriterStores(data)
-    try:
-        folder = FolderSource("docs", root, ("**/*.md",))
-        Indexer(stores, [folder], pipeline, fake_embedder).run()
-    finally:
-        stores.close()
+    _index(root, data, pipeline, fake_embedder)
     return root, data, pipeline
 
 
@@ -203,12 +207,7 @@ def test_expand_returns_each_hits_whole_section_as_context(
     (root / "long.md").write_text("# Wombats\n\n" + "\n\n".join(paragraphs) + "\n")
     data = DataDir(tmp_path / "data")
     pipeline = Pipeline(ChunkSettings(max_chars=300, overlap=0), fake_embedder.identity)
-    stores = WriterStores(data)
-    try:
-        folder = FolderSource("docs", root, ("**/*.md",))
-        Indexer(stores, [folder], pipeline, fake_embedder).run()
-    finally:
-        stores.close()
+    _index(root, data, pipeline, fake_embedder)
     searcher = _searcher(root, data, pipeline)
 
     plain = searcher.search("Paragraph 5 wombats", mode="bm25").hits[0]
