@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import shutil
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -12,9 +13,12 @@ from ragd.chunking import ChunkSettings
 from ragd.errors import LockedError
 from ragd.folders import FileContent, FolderSource
 from ragd.indexer import Indexer
+from ragd.keywords import KeywordStore
+from ragd.manifest import Manifest
 from ragd.pipeline import Pipeline
 from ragd.stores import DataDir, WriterLock, WriterStores, compare_ids, compare_stores
 from tests.conftest import FakeEmbedder
+from tests.test_keywords import _old_schema_index
 
 DOC = """# Guide
 
@@ -48,14 +52,24 @@ class Harness:
         self.embedder = embedder
         self.max_chars = max_chars
 
-    def run(self, *, full: bool = False) -> dict[str, object]:
+    def run(
+        self, *, full: bool = False, stop: Callable[[], bool] | None = None
+    ) -> dict[str, object]:
         stores = WriterStores(self.data)
         try:
             folder = CountingFolder("docs", self.root, ("**/*.md",))
             pipeline = Pipeline(ChunkSettings(self.max_chars, 120), self.embedder.identity)
-            return Indexer(stores, [folder], pipeline, self.embedder).run(full=full).to_json()
+            indexer = Indexer(stores, [folder], pipeline, self.embedder, stop=stop)
+            return indexer.run(full=full).to_json()
         finally:
             stores.close()
+
+    def checked_at(self) -> dict[str, str | None]:
+        manifest = Manifest.open_readonly(self.data.manifest)
+        try:
+            return {d.key: d.checked_at for d in manifest.documents()}
+        finally:
+            manifest.close()
 
     def agree(self) -> bool:
         stores = WriterStores(self.data)
@@ -91,6 +105,65 @@ def test_unchanged_files_are_not_even_read(harness: Harness) -> None:
     assert CountingFolder.reads == 0
     assert _docs(report)["unchanged"] == 1
     assert _chunks(report)["embedded"] == 0
+
+
+def test_a_no_op_pass_records_every_document_as_checked_again(harness: Harness) -> None:
+    for name in ("a.md", "b.md", "c.md"):
+        (harness.root / name).write_text(DOC.replace("Guide", name))
+    harness.run()
+    before = harness.checked_at()
+
+    harness.run()
+
+    after = harness.checked_at()
+    assert all(after[key] > stamp for key, stamp in before.items())  # type: ignore[operator]
+
+
+def test_an_interrupted_pass_records_only_the_files_it_reached_as_checked(
+    harness: Harness,
+) -> None:
+    for name in ("a.md", "b.md", "c.md"):
+        (harness.root / name).write_text(DOC.replace("Guide", name))
+    harness.run()
+    before = harness.checked_at()
+    polls = iter(range(100))
+
+    report = harness.run(stop=lambda: next(polls) >= 3)  # polled per source, then per file
+
+    after = harness.checked_at()
+    assert report["interrupted"] is True
+    assert [key for key in sorted(after) if after[key] != before[key]] == ["a.md", "b.md"]
+
+
+def test_a_document_first_seen_after_a_complete_pass_is_not_checked_by_it(
+    harness: Harness,
+) -> None:
+    (harness.root / "a.md").write_text(DOC)
+    harness.run()
+    manifest = Manifest.open(harness.data.manifest)
+    try:
+        manifest.mark_pending([("docs:new.md", "docs", "new.md", "file:///new.md", "pending")])
+    finally:
+        manifest.close()
+
+    checked = harness.checked_at()
+
+    assert checked["a.md"] is not None
+    assert checked["new.md"] is None
+
+
+def test_a_no_op_pass_rebuilds_a_keyword_index_another_version_wrote(harness: Harness) -> None:
+    (harness.root / "guide.md").write_text(DOC)
+    harness.run()
+    shutil.rmtree(harness.data.tantivy)
+    harness.data.tantivy.mkdir()
+    _old_schema_index(harness.data.tantivy)
+
+    harness.run()
+
+    keywords = KeywordStore.open_readonly(harness.data.tantivy)
+    assert len(keywords.search("quokka", 5)) == 1
+    assert keywords.search("stale", 5) == []
 
 
 def test_a_touched_but_identical_file_is_hashed_and_not_re_embedded(harness: Harness) -> None:

@@ -262,7 +262,7 @@ class _Progress:
             if self._bar is None:
                 self._bar = click.progressbar(length=total, label="indexing", file=self.stream)
                 self._bar.__enter__()
-            self._bar.update(1)
+            self._bar.update(done - self._bar.pos)
         elif time.monotonic() - self._last >= 5:
             self._last = time.monotonic()
             click.echo(f"ragd: indexed {done}/{total} files", file=self.stream)

@@ -15,6 +15,7 @@ import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import NamedTuple
 
 import pathspec
 
@@ -23,9 +24,12 @@ from ragd.errors import DocumentError, SourceError
 _NAMED_GROUP = re.compile(r"\(\?P<\w+>")
 
 
-@dataclass(frozen=True, slots=True)
-class FileStat:
-    """A file as listed: its key (POSIX path relative to the root), size and mtime."""
+class FileStat(NamedTuple):
+    """A file as listed: its key (POSIX path relative to the root), size and mtime.
+
+    A named tuple, not a frozen dataclass: a scan makes one per file, and this is twice as
+    fast to build.
+    """
 
     key: str
     size: int
@@ -145,7 +149,8 @@ class FolderSource:
         while stack:
             directory, rel = stack.pop()
             try:
-                entries = list(os.scandir(directory))
+                with os.scandir(directory) as listed:
+                    entries = list(listed)
             except FileNotFoundError:
                 continue  # removed while being listed: its documents are gone
             except OSError:
@@ -155,15 +160,15 @@ class FolderSource:
                     ) from None
                 listing.unreadable_dirs.append(rel)
                 continue
-            for entry in entries:
-                self._visit(entry, rel, stack, listing)
-        listing.files.sort(key=lambda f: f.key)
+            base = f"{rel}/" if rel else ""
+            for entry in entries:  # the per-file cost here is most of a no-op re-index
+                self._visit(entry, base + entry.name, stack, listing)
+        listing.files.sort()
         return listing
 
     def _visit(
-        self, entry: os.DirEntry[str], rel: str, stack: list[tuple[Path, str]], listing: Listing
+        self, entry: os.DirEntry[str], key: str, stack: list[tuple[Path, str]], listing: Listing
     ) -> None:
-        key = f"{rel}/{entry.name}" if rel else entry.name
         try:
             if entry.is_symlink():
                 listing.skipped_symlinks += 1
@@ -173,7 +178,7 @@ class FolderSource:
             elif entry.is_file(follow_symlinks=False):
                 if not is_utf8_name(key):
                     listing.skipped_names.append(os.fsencode(key).decode("utf-8", "replace"))
-                elif self.selects(key):
+                elif self._includes(key) and not self._excludes(key):
                     st = entry.stat(follow_symlinks=False)
                     listing.files.append(FileStat(key, st.st_size, st.st_mtime_ns))
             else:

@@ -16,7 +16,7 @@ writer reconciles (removes orphans) and redoes pending documents.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -26,14 +26,14 @@ from ragd.errors import DocumentError, RagdError, SourceError
 from ragd.faults import fault_point
 from ragd.folders import FileStat, FolderSource, Listing
 from ragd.keywords import KeywordRow
-from ragd.manifest import ChunkRecord, DocumentRecord, DocumentWrite, utc_now
+from ragd.manifest import ChunkRecord, DocumentRecord, DocumentWrite, FileState, utc_now
 from ragd.parsers import UnsupportedDocument
 from ragd.pipeline import Pipeline, ProcessedDocument, chunk_id, content_hash, embed_key
 from ragd.stores import WriterStores, reconcile
 from ragd.vectors import VectorRow
 
 ProgressFn = Callable[[int, int], None]
-"""Called as progress(done, total) after each listed file."""
+"""Called as progress(done, total) every few listed files, and after the last."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +51,9 @@ class DocumentEvent:
 
 
 EventFn = Callable[[DocumentEvent], None]
+
+_PROGRESS_EVERY = 100  # files between progress calls: per file, they cost 5% of a no-op pass
+_SETTLED = ("indexed", "failed")  # a document in one of these states waits for a change
 
 _SUFFIX_FOR_TYPE = {"text/markdown": ".md", "text/html": ".html", "text/plain": ".txt"}
 
@@ -158,6 +161,7 @@ class Indexer:
         self._report = IndexReport()
         self._started = time.monotonic()
         self._seen: set[str] = set()  # documents decided in this pass (a hint may repeat one)
+        self._wrote = False  # this pass committed a change (so cached vectors may be orphaned)
         self.should_stop = stop
         self.on_event = on_event
 
@@ -168,6 +172,7 @@ class Indexer:
         empty, and removes documents of sources that are no longer configured.
         """
         report = self._begin(reconcile=full)
+        self.stores.keywords()  # opening rebuilds an index another ragd version wrote
         listings: list[tuple[FolderSource, Listing]] = []
         for source in self.sources:
             try:
@@ -176,6 +181,7 @@ class Indexer:
                 report.errors.append(str(exc))
         total = sum(len(listing.files) for _, listing in listings)
         done = 0
+        checked: list[str] = []
         for source, listing in listings:
             if self._stopping():
                 break
@@ -183,18 +189,19 @@ class Indexer:
                 f"{source.name}:{name}: file name is not valid UTF-8"
                 for name in listing.skipped_names
             )
-            known = {d.key: d for d in self.manifest.documents(source.name)}
-            if not full and self._vanished(source, listing, known):
+            known = self.manifest.file_states(source.name)
+            if not full and self._vanished(source, listing):
                 done += len(listing.files)
                 continue
-            for entry in listing.files:
-                if self._stopping():
-                    break
-                self._visit(source, entry, known.get(entry.key), full=full)
-                done += 1
-                if progress is not None:
-                    progress(done, total)
-            self._delete_unlisted(listing, known)
+            step = None if progress is None else (lambda n, base=done: progress(base + n, total))
+            same_stat = self._pass_over(source, listing, known, full=full, progress=step)
+            done += len(listing.files)
+            self._delete_unlisted(source, listing, known)
+            if report.interrupted or listing.unreadable_dirs:
+                # Only these were seen: vouch for them alone.
+                self._confirmed.extend((f"{source.name}:{k}", n, t) for k, n, t in same_stat)
+            else:
+                checked.append(source.name)
         if not report.interrupted and not report.errors:
             self.manifest.set_meta("last_full_scan_at", utc_now())
         if full and not report.interrupted:
@@ -202,11 +209,53 @@ class Indexer:
             for name in set(self.manifest.sources()) - configured:
                 for record in self.manifest.documents(name):
                     self._delete(record)
-        self.manifest.prune_vectors()
         report = self._finish()
+        self.manifest.confirm_sources(checked)
+        if self._wrote:
+            self.manifest.prune_vectors()
         if report.added or report.changed:  # a no-op pass never even opens LanceDB
             self.stores.vectors(self.embedder.dim).ensure_vector_index()
         return report
+
+    def _pass_over(
+        self,
+        source: FolderSource,
+        listing: Listing,
+        known: dict[str, FileState],
+        *,
+        full: bool,
+        progress: Callable[[int], None] | None,
+    ) -> list[FileStat]:
+        """Visit each listed file; return the files passed over because their stat matched.
+
+        Comparing stats against plain tuples, and loading a document's record only when
+        it may have changed, is what keeps a no-op pass close to the cost of the walk.
+        A listing names each key once, so a passed-over file needs no `_seen` entry.
+        """
+        fingerprint = self.pipeline.fingerprint
+        same_stat: list[FileStat] = []
+        for done, entry in enumerate(listing.files, start=1):
+            if self._stopping():
+                break
+            state = known.get(entry[0])
+            if state is None:
+                self._visit(source, entry, None, full=full)
+            elif (
+                not full
+                and state[0] == entry[1]
+                and state[1] == entry[2]
+                and state[2] in _SETTLED
+                and state[3] == fingerprint
+            ):
+                self._report.unchanged += 1
+                same_stat.append(entry)
+            else:
+                self._visit(
+                    source, entry, self.manifest.document(f"{source.name}:{entry[0]}"), full=full
+                )
+            if progress is not None and (done % _PROGRESS_EVERY == 0 or done == len(listing.files)):
+                progress(done)
+        return same_stat
 
     def sync(
         self, source_name: str, *, keys: Sequence[str] = (), trees: Sequence[str] = ()
@@ -230,7 +279,7 @@ class Indexer:
                     if self._stopping():
                         break
                     self._visit(source, entry, known.get(entry.key), full=False)
-                self._delete_unlisted(listing, known)
+                self._delete_unlisted(source, listing, known)
             for key in keys:
                 if self._stopping():
                     break
@@ -335,6 +384,7 @@ class Indexer:
         self._started = time.monotonic()
         self._report = IndexReport()
         self._seen.clear()
+        self._wrote = False
         if reconcile or not self.manifest.is_clean():
             self.reconcile()
             self._report.reconciled = True
@@ -355,12 +405,12 @@ class Indexer:
 
     # -- deciding -------------------------------------------------------------------------
 
-    def _vanished(
-        self, source: FolderSource, listing: Listing, known: dict[str, DocumentRecord]
-    ) -> bool:
+    def _vanished(self, source: FolderSource, listing: Listing) -> bool:
         """A root that suddenly lists nothing is an unmounted disk until proven otherwise."""
-        indexed = sum(1 for d in known.values() if d.status == "indexed")
-        if listing.files or not indexed:
+        if listing.files:
+            return False
+        indexed = self.manifest.indexed_count(source.name)
+        if not indexed:
             return False
         self._report.errors.append(
             str(
@@ -373,13 +423,17 @@ class Indexer:
         )
         return True
 
-    def _delete_unlisted(self, listing: Listing, known: dict[str, DocumentRecord]) -> None:
+    def _delete_unlisted(
+        self, source: FolderSource, listing: Listing, known: Iterable[str]
+    ) -> None:
         if self._report.interrupted:
             return  # an interrupted pass has not seen everything it would delete
         listed = {f.key for f in listing.files}
-        for key, record in known.items():
+        for key in known:
             if key not in listed and listing.covers(key):
-                self._delete(record)
+                record = self.manifest.document(f"{source.name}:{key}")
+                if record is not None:
+                    self._delete(record)
 
     def _visit(
         self, source: FolderSource, entry: FileStat, record: DocumentRecord | None, *, full: bool
@@ -388,7 +442,7 @@ class Indexer:
             return
         started = time.monotonic()
         fingerprint = self.pipeline.fingerprint
-        settled = record is not None and record.status in ("indexed", "failed")
+        settled = record is not None and record.status in _SETTLED
         same_recipe = record is not None and record.fingerprint == fingerprint
         if (
             settled
@@ -539,6 +593,7 @@ class Indexer:
         batch, self._queue, self._queued_chunks = self._queue, [], 0
         if not batch:
             return
+        self._wrote = True
         fault_point("mid_batch")
         vectors = self._vectors_for(batch)
         touching = [p for p in batch if p.touches_stores]
