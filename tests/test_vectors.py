@@ -10,7 +10,14 @@ import numpy as np
 import pytest
 
 from ragd.errors import StoreError
-from ragd.vectors import IN_BATCH, VectorRow, VectorStore, sql_in, sql_string
+from ragd.vectors import (
+    COMPACT_AT_FRAGMENTS,
+    IN_BATCH,
+    VectorRow,
+    VectorStore,
+    sql_in,
+    sql_string,
+)
 
 DIM = 8
 QUOTED_DOC = 'docs:it\'s a "test".md'
@@ -292,3 +299,29 @@ def test_rows_written_after_the_index_are_found_and_folded_in_by_optimize(
     store.optimize(timedelta(minutes=10))
     assert store.search(late[3].vector, limit=1)[0][0] == late[3].chunk_id
     assert store.has_vector_index() is True
+
+
+def test_settle_compacts_a_table_left_in_many_small_files(
+    store: VectorStore, rng: np.random.Generator
+) -> None:
+    for n in range(COMPACT_AT_FRAGMENTS):
+        store.replace_documents([f"docs:{n}.md"], make_rows(f"docs:{n}.md", 2, rng))
+    written = store.chunk_ids()
+
+    store.settle(cleanup_older_than=timedelta(minutes=10))
+
+    assert store.small_fragments() == 1
+    assert store.chunk_ids() == written
+
+
+def test_settle_leaves_a_table_of_few_files_alone(
+    store: VectorStore, rng: np.random.Generator
+) -> None:
+    for n in range(3):
+        store.replace_documents([f"docs:{n}.md"], make_rows(f"docs:{n}.md", 2, rng))
+    versions = store.version_count()
+
+    store.settle(cleanup_older_than=timedelta(minutes=10))
+
+    assert store.small_fragments() == 3
+    assert store.version_count() == versions

@@ -76,7 +76,13 @@ class Runtime:
         try:
             stores = WriterStores(self.data_dir)
             try:
-                yield Indexer(stores, self.folders, self.pipeline, self.embedder)
+                yield Indexer(
+                    stores,
+                    self.folders,
+                    self.pipeline,
+                    self.embedder,
+                    cleanup_older_than=self.config.schedule.cleanup_older_than,
+                )
             finally:
                 stores.close()
         finally:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import timedelta
 
 import numpy as np
 
@@ -147,6 +148,7 @@ class Indexer:
         batch_documents: int = 256,
         stop: Callable[[], bool] | None = None,
         on_event: EventFn | None = None,
+        cleanup_older_than: timedelta = timedelta(minutes=10),
     ) -> None:
         self.stores = stores
         self.manifest = stores.manifest
@@ -163,6 +165,7 @@ class Indexer:
         self._seen: set[str] = set()  # documents decided in this pass (a hint may repeat one)
         self._wrote = False  # this pass committed a change (so cached vectors may be orphaned)
         self.should_stop = stop
+        self.cleanup_older_than = cleanup_older_than  # LanceDB versions kept for readers
         self.on_event = on_event
 
     def run(self, *, full: bool = False, progress: ProgressFn | None = None) -> IndexReport:
@@ -209,12 +212,11 @@ class Indexer:
             for name in set(self.manifest.sources()) - configured:
                 for record in self.manifest.documents(name):
                     self._delete(record)
+        wrote = self._wrote
         report = self._finish()
         self.manifest.confirm_sources(checked)
-        if self._wrote:
+        if wrote:  # a no-op pass never even opens LanceDB
             self.manifest.prune_vectors()
-        if report.added or report.changed:  # a no-op pass never even opens LanceDB
-            self.stores.vectors(self.embedder.dim).ensure_vector_index()
         return report
 
     def _pass_over(
@@ -395,6 +397,8 @@ class Indexer:
         self.manifest.confirm_unchanged(self._confirmed)
         self._confirmed.clear()
         self.manifest.mark_clean()
+        if self._wrote:
+            self.stores.vectors(self.embedder.dim).settle(self.cleanup_older_than)
         self._report.seconds = time.monotonic() - self._started
         return self._report
 

@@ -315,7 +315,12 @@ class Daemon:
         self.queue = JobQueue.beside(stores.manifest)
         self.readers = Readers(runtime)
         indexer = Indexer(
-            stores, runtime.folders, runtime.pipeline, runtime.embedder, stop=self.stop.is_set
+            stores,
+            runtime.folders,
+            runtime.pipeline,
+            runtime.embedder,
+            stop=self.stop.is_set,
+            cleanup_older_than=self.config.schedule.cleanup_older_than,
         )
         self.writer = Writer(
             indexer,

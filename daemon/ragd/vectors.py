@@ -39,6 +39,10 @@ IN_BATCH = 500
 # Below this many rows brute force is exact and quick; above it an IVF_SQ index keeps vector
 # search near 5 ms (125k rows: brute force 160-220 ms; docs/performance.md has the figures).
 VECTOR_INDEX_MIN_ROWS = 10_000
+# Every commit adds a data file; a search then reads its hits from dozens of them. Past this
+# many small files a writer compacts: at 125k rows, 451 files made a vector search 10.4 ms
+# p50 and one file 6.6 ms (docs/performance.md).
+COMPACT_AT_FRAGMENTS = 32
 # LanceDB's caches of table metadata and index pages, shared by every handle in a process.
 # Its defaults are GiBs: in a 10-minute soak each committed version added ~0.35 MiB that
 # was never given back (RSS 345 -> 760 MiB); bounded, RSS levels off. The index cache holds
@@ -332,6 +336,21 @@ class VectorStore:
         with _lance_errors("index", self._directory):
             table.create_index("vector", config=IvfSq(distance_type="cosine"))
         return True
+
+    def small_fragments(self) -> int:
+        """How many data files are below LanceDB's target size (each commit adds one)."""
+        if self._table is None:
+            return 0
+        with _lance_errors("read", self._directory):
+            stats: Any = self._table.stats()  # a dict at run time, typed as a dataclass
+        return int(stats["fragment_stats"]["num_small_fragments"])
+
+    def settle(self, cleanup_older_than: timedelta) -> None:
+        """After writes: build the vector index once big enough; compact once fragmented."""
+        if self.small_fragments() >= COMPACT_AT_FRAGMENTS:
+            self.optimize(cleanup_older_than)
+        else:
+            self.ensure_vector_index()
 
     def optimize(self, cleanup_older_than: timedelta) -> None:
         """Compact files, build or update the vector index, drop versions older than
