@@ -7,8 +7,9 @@ Usage:
 DATA_DIR is a ragd data directory holding an index (e.g. from `ragd index`, or the one
 `bench/query_latency.py --work DIR` leaves). Its cached chunk vectors are the base set. A
 table of N rows draws base vectors at random and adds Gaussian noise (sigma 0.05 per unit
-vector, about a tenth of the typical distance to the nearest other chunk), so rows are
-distinct and the table is bigger than the corpus without being uniform noise.
+vector), so rows are
+distinct and the table is bigger than the corpus without being uniform noise. `--rows 0`
+measures the base set itself, unaltered.
 
 Queries are real: 4-6 consecutive words of a random chunk's text, embedded by the model
 (as `ragd query` does). Exact answers come from numpy over the same rows. For each
@@ -181,7 +182,8 @@ def main() -> None:
     print("| rows | index | build s | p50 ms | p95 ms | recall@10 | recall@50 |")
     print("|---|---|---|---|---|---|---|")
     for rows in args.rows:
-        matrix = make_rows(base, rows)
+        matrix = base if rows == 0 else make_rows(base, rows)
+        rows = len(matrix)
         exact10 = exact_top(matrix, queries, 10)
         exact50 = exact_top(matrix, queries, 50)
         configs = index_configs(rows)
