@@ -6,10 +6,9 @@ Usage:
 
 DATA_DIR is a ragd data directory holding an index (e.g. from `ragd index`, or the one
 `bench/query_latency.py --work DIR` leaves). Its cached chunk vectors are the base set. A
-table of N rows draws base vectors at random and adds Gaussian noise (sigma 0.05 per unit
-vector), so rows are
-distinct and the table is bigger than the corpus without being uniform noise. `--rows 0`
-measures the base set itself, unaltered.
+table of N rows draws base vectors at random and adds Gaussian noise (norm about 0.05 on
+unit vectors), so rows are distinct and the table is bigger than the corpus without being
+uniform noise. `--rows 0` measures the base set itself, unaltered.
 
 Queries are real: 4-6 consecutive words of a random chunk's text, embedded by the model
 (as `ragd query` does). Exact answers come from numpy over the same rows. For each
