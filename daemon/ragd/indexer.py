@@ -239,22 +239,22 @@ class Indexer:
         for done, entry in enumerate(listing.files, start=1):
             if self._stopping():
                 break
-            state = known.get(entry[0])
+            key, size, mtime_ns = entry
+            state = known.get(key)
             if state is None:
                 self._visit(source, entry, None, full=full)
             elif (
                 not full
-                and state[0] == entry[1]
-                and state[1] == entry[2]
-                and state[2] in _SETTLED
+                and state[0] == size
+                and state[1] == mtime_ns
+                and state[2] in _SETTLED  # state is (size, mtime_ns, status, fingerprint)
                 and state[3] == fingerprint
             ):
                 self._report.unchanged += 1
                 same_stat.append(entry)
             else:
-                self._visit(
-                    source, entry, self.manifest.document(f"{source.name}:{entry[0]}"), full=full
-                )
+                record = self.manifest.document(f"{source.name}:{key}")
+                self._visit(source, entry, record, full=full)
             if progress is not None and (done % _PROGRESS_EVERY == 0 or done == len(listing.files)):
                 progress(done)
         return same_stat
