@@ -22,6 +22,7 @@ import pathspec
 from ragd.errors import DocumentError, SourceError
 
 _NAMED_GROUP = re.compile(r"\(\?P<\w+>")
+_READ_MORE = 64 << 10  # bytes per read once a file has grown past its stat
 
 
 class FileStat(NamedTuple):
@@ -233,8 +234,12 @@ def read_regular_file(path: Path, max_bytes: int) -> FileContent:
             raise DocumentError(f"file is {st.st_size} bytes; the limit is {max_bytes}")
         chunks: list[bytes] = []
         remaining = max_bytes + 1
+        # os.read allocates the full request up front: asking for 1 MiB per read made
+        # reading 38k small files take 7 s. Ask for the stat's size (+1, to see growth).
+        request = st.st_size + 1
         while remaining > 0:
-            piece = os.read(fd, min(1 << 20, remaining))
+            piece = os.read(fd, min(request, remaining))
+            request = _READ_MORE
             if not piece:
                 break
             chunks.append(piece)
