@@ -47,22 +47,40 @@ class CountingFolder(FolderSource):
 class Harness:
     def __init__(self, tmp_path: Path, embedder: FakeEmbedder, max_chars: int = 900) -> None:
         self.root = tmp_path / "docs"
-        self.root.mkdir(exist_ok=True)
+        self.root.mkdir(parents=True, exist_ok=True)
         self.data = DataDir(tmp_path / "data")
         self.embedder = embedder
         self.max_chars = max_chars
 
     def run(
-        self, *, full: bool = False, stop: Callable[[], bool] | None = None
+        self,
+        *,
+        full: bool = False,
+        stop: Callable[[], bool] | None = None,
+        worker_min_files: int = 500,
     ) -> dict[str, object]:
         stores = WriterStores(self.data)
         try:
             folder = CountingFolder("docs", self.root, ("**/*.md",))
             pipeline = Pipeline(ChunkSettings(self.max_chars, 120), self.embedder.identity)
-            indexer = Indexer(stores, [folder], pipeline, self.embedder, stop=stop)
+            indexer = Indexer(
+                stores,
+                [folder],
+                pipeline,
+                self.embedder,
+                stop=stop,
+                worker_min_files=worker_min_files,
+            )
             return indexer.run(full=full).to_json()
         finally:
             stores.close()
+
+    def chunk_ids(self) -> set[str]:
+        manifest = Manifest.open_readonly(self.data.manifest)
+        try:
+            return manifest.chunk_ids()
+        finally:
+            manifest.close()
 
     def checked_at(self) -> dict[str, str | None]:
         manifest = Manifest.open_readonly(self.data.manifest)
@@ -164,6 +182,23 @@ def test_a_no_op_pass_rebuilds_a_keyword_index_another_version_wrote(harness: Ha
     keywords = KeywordStore.open_readonly(harness.data.tantivy)
     assert len(keywords.search("quokka", 5)) == 1
     assert keywords.search("stale", 5) == []
+
+
+def test_a_pass_prepared_by_a_worker_process_indexes_what_an_inline_pass_does(
+    tmp_path: Path, fake_embedder: FakeEmbedder
+) -> None:
+    inline, worker = Harness(tmp_path / "a", fake_embedder), Harness(tmp_path / "b", fake_embedder)
+    for harness in (inline, worker):
+        for n in range(12):
+            (harness.root / f"page-{n}.md").write_text(DOC.replace("quokka", f"quokka{n}"))
+        (harness.root / "binary.md").write_bytes(b"\x00\x01binary")
+
+    expected = inline.run()
+    report = worker.run(worker_min_files=1)
+
+    assert _docs(report) == _docs(expected)
+    assert worker.chunk_ids() == inline.chunk_ids()
+    assert worker.agree()
 
 
 def test_a_touched_but_identical_file_is_hashed_and_not_re_embedded(harness: Harness) -> None:

@@ -200,7 +200,22 @@ class FolderSource:
 
     def read(self, key: str) -> FileContent:
         """Read a file once; raise DocumentError with a one-line reason when it cannot be read."""
-        return read_regular_file(self.path_for(key), self.max_file_bytes)
+        return self.reader()(key)
+
+    def reader(self) -> FileReader:
+        """`read` as a picklable value, for a worker process."""
+        return FileReader(self._root_text, self.max_file_bytes)
+
+
+@dataclass(frozen=True, slots=True)
+class FileReader:
+    """Reads keys under one root with `read_regular_file`; a plain value, so it pickles."""
+
+    root: str
+    max_bytes: int
+
+    def __call__(self, key: str) -> FileContent:
+        return read_regular_file(Path(self.root, *PurePosixPath(key).parts), self.max_bytes)
 
 
 def is_utf8_name(key: str) -> bool:

@@ -23,13 +23,14 @@ from datetime import timedelta
 import numpy as np
 
 from ragd.embedding import Embedder
-from ragd.errors import DocumentError, RagdError, SourceError
+from ragd.errors import RagdError, SourceError
 from ragd.faults import fault_point
 from ragd.folders import FileStat, FolderSource, Listing
 from ragd.keywords import KeywordRow
 from ragd.manifest import ChunkRecord, DocumentRecord, DocumentWrite, FileState, utc_now
 from ragd.parsers import UnsupportedDocument
 from ragd.pipeline import Pipeline, ProcessedDocument, chunk_id, content_hash, embed_key
+from ragd.preparing import WORKER_MIN_FILES, Prepared, prepare, prepare_in_order
 from ragd.stores import WriterStores, reconcile
 from ragd.vectors import VectorRow
 
@@ -149,6 +150,7 @@ class Indexer:
         stop: Callable[[], bool] | None = None,
         on_event: EventFn | None = None,
         cleanup_older_than: timedelta = timedelta(minutes=10),
+        worker_min_files: int = WORKER_MIN_FILES,
     ) -> None:
         self.stores = stores
         self.manifest = stores.manifest
@@ -166,6 +168,7 @@ class Indexer:
         self._wrote = False  # this pass committed a change (so cached vectors may be orphaned)
         self.should_stop = stop
         self.cleanup_older_than = cleanup_older_than  # LanceDB versions kept for readers
+        self.worker_min_files = worker_min_files  # files a pass prepares before using a worker
         self.on_event = on_event
 
     def run(self, *, full: bool = False, progress: ProgressFn | None = None) -> IndexReport:
@@ -233,16 +236,19 @@ class Indexer:
         Comparing stats against plain tuples, and loading a document's record only when
         it may have changed, is what keeps a no-op pass close to the cost of the walk.
         A listing names each key once, so a passed-over file needs no `_seen` entry.
+        The files that may have changed are then prepared in order, by a worker process
+        when there are many, and visited here.
         """
         fingerprint = self.pipeline.fingerprint
         same_stat: list[FileStat] = []
-        for done, entry in enumerate(listing.files, start=1):
+        todo: list[tuple[FileStat, DocumentRecord | None]] = []
+        for entry in listing.files:
             if self._stopping():
-                break
+                return same_stat
             key, size, mtime_ns = entry
             state = known.get(key)
             if state is None:
-                self._visit(source, entry, None, full=full)
+                todo.append((entry, None))
             elif (
                 not full
                 and state[0] == size
@@ -250,13 +256,30 @@ class Indexer:
                 and state[2] in _SETTLED  # state is (size, mtime_ns, status, fingerprint)
                 and state[3] == fingerprint
             ):
-                self._report.unchanged += 1
                 same_stat.append(entry)
             else:
-                record = self.manifest.document(f"{source.name}:{key}")
-                self._visit(source, entry, record, full=full)
-            if progress is not None and (done % _PROGRESS_EVERY == 0 or done == len(listing.files)):
-                progress(done)
+                todo.append((entry, self.manifest.document(f"{source.name}:{key}")))
+        self._report.unchanged += len(same_stat)
+        if progress is not None:
+            progress(len(same_stat))
+        ready = prepare_in_order(
+            [(entry.key, self._known_hash(record, full=full)) for entry, record in todo],
+            self.pipeline,
+            read=source.read,
+            worker_read=source.reader(),
+            min_files=self.worker_min_files,
+        )
+        try:
+            for done, (entry, record) in enumerate(todo, start=len(same_stat) + 1):
+                if self._stopping():
+                    break
+                self._visit(source, entry, record, full=full, prepared=next(ready))
+                if progress is not None and (
+                    done % _PROGRESS_EVERY == 0 or done == len(listing.files)
+                ):
+                    progress(done)
+        finally:
+            ready.close()
         return same_stat
 
     def sync(
@@ -440,7 +463,13 @@ class Indexer:
                     self._delete(record)
 
     def _visit(
-        self, source: FolderSource, entry: FileStat, record: DocumentRecord | None, *, full: bool
+        self,
+        source: FolderSource,
+        entry: FileStat,
+        record: DocumentRecord | None,
+        *,
+        full: bool,
+        prepared: Prepared | None = None,
     ) -> None:
         if not self._first_time(f"{source.name}:{entry.key}"):
             return
@@ -458,15 +487,17 @@ class Indexer:
             self._unchanged(record.doc_id, entry.size, entry.mtime_ns)
             return
         doc_id = f"{source.name}:{entry.key}"
-        try:
-            content = source.read(entry.key)
-        except DocumentError as exc:
-            self._fail(source, entry.key, record, exc.message, entry.size, entry.mtime_ns, None)
+        if prepared is None:
+            known = self._known_hash(record, full=full)
+            prepared = prepare(entry.key, known, self.pipeline, source.read)
+        if prepared.size is None or prepared.mtime_ns is None:
+            reason = prepared.error or "unreadable"
+            self._fail(source, entry.key, record, reason, entry.size, entry.mtime_ns, None)
             return
-        digest = content_hash(content.data)
+        size, mtime_ns, digest = prepared.size, prepared.mtime_ns, prepared.digest
         if settled and same_recipe and record is not None and record.content_hash == digest:
             if not full:
-                self._unchanged(doc_id, content.size, content.mtime_ns)
+                self._unchanged(doc_id, size, mtime_ns)
                 self._emit(DocumentEvent("unchanged", doc_id, reason="same content"))
                 return
             kind = "unchanged"  # --full rewrites it anyway
@@ -474,12 +505,10 @@ class Indexer:
             kind = "added"
         else:
             kind = "changed"
-        try:
-            processed = self.pipeline.process(content.data, entry.key)
-        except UnsupportedDocument as exc:
-            self._fail(
-                source, entry.key, record, exc.reason, content.size, content.mtime_ns, digest
-            )
+        processed = prepared.processed
+        if processed is None:
+            reason = prepared.error or "cannot be parsed"
+            self._fail(source, entry.key, record, reason, size, mtime_ns, digest)
             return
         setattr(self._report, kind, getattr(self._report, kind) + 1)
         chunks = self._chunk_records(doc_id, processed)
@@ -490,13 +519,19 @@ class Indexer:
             uri=source.uri_for(entry.key),
             status="indexed",
             title=processed.title,
-            size=content.size,
-            mtime_ns=content.mtime_ns,
+            size=size,
+            mtime_ns=mtime_ns,
             content_hash=digest,
             fingerprint=fingerprint,
             chunks=chunks,
         )
         self._enqueue(write, tuple(c.embed_text for c in processed.chunks), record, started)
+
+    def _known_hash(self, record: DocumentRecord | None, *, full: bool) -> str | None:
+        """The hash that makes parsing a file unnecessary: its settled, same-recipe content."""
+        if full or record is None or record.status not in _SETTLED:
+            return None
+        return record.content_hash if record.fingerprint == self.pipeline.fingerprint else None
 
     def _chunk_records(self, doc_id: str, processed: ProcessedDocument) -> tuple[ChunkRecord, ...]:
         model = self.embedder.identity

@@ -1,0 +1,91 @@
+"""Preparing files (read, hash, parse, chunk), in this process and on a worker process."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from ragd.chunking import ChunkSettings
+from ragd.folders import FileContent, FileReader
+from ragd.pipeline import Pipeline, content_hash
+from ragd.preparing import prepare, prepare_in_order
+
+PIPELINE = Pipeline(ChunkSettings(300, 40), "fake-model")
+PAGE = "# Title\n\nSome text about {n}.\n\n## Part\n\nMore about {n}, and then some.\n"
+
+
+@dataclass(frozen=True)
+class DiesInWorker:
+    """Reads like FileReader, but a worker process that reads `fatal` dies on the spot."""
+
+    reader: FileReader
+    fatal: str
+    parent: int
+
+    def __call__(self, key: str) -> FileContent:
+        if key == self.fatal and os.getpid() != self.parent:
+            os._exit(3)
+        return self.reader(key)
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    for n in range(40):
+        (tmp_path / f"page-{n:02}.md").write_text(PAGE.format(n=n))
+    (tmp_path / "binary.md").write_bytes(b"\x00\x01\x02 not text")
+    return tmp_path
+
+
+def _files(root: Path) -> list[tuple[str, str | None]]:
+    return [(path.name, None) for path in sorted(root.iterdir())]
+
+
+def test_a_file_that_cannot_be_read_is_an_outcome_with_a_reason(root: Path) -> None:
+    prepared = prepare("missing.md", None, PIPELINE, FileReader(str(root), 1000))
+
+    assert prepared.size is None
+    assert prepared.error == "file vanished before it could be read"
+
+
+def test_a_file_that_cannot_be_parsed_keeps_its_stat_and_hash(root: Path) -> None:
+    prepared = prepare("binary.md", None, PIPELINE, FileReader(str(root), 1000))
+
+    assert prepared.size == (root / "binary.md").stat().st_size
+    assert prepared.digest == content_hash((root / "binary.md").read_bytes())
+    assert prepared.processed is None
+    assert prepared.error
+
+
+def test_content_with_the_known_hash_is_not_parsed(root: Path) -> None:
+    known = content_hash((root / "page-01.md").read_bytes())
+
+    prepared = prepare("page-01.md", known, PIPELINE, FileReader(str(root), 1000))
+
+    assert prepared.digest == known
+    assert prepared.processed is None
+    assert prepared.error is None
+
+
+def test_a_worker_prepares_exactly_what_this_process_would_in_order(root: Path) -> None:
+    read = FileReader(str(root), 1000)
+    here = list(prepare_in_order(_files(root), PIPELINE, read=read))
+
+    there = list(prepare_in_order(_files(root), PIPELINE, read=read, worker_read=read, min_files=1))
+
+    assert there == here
+    assert [p.processed is not None for p in there].count(True) == 40
+
+
+def test_this_process_finishes_the_files_of_a_worker_that_died(root: Path) -> None:
+    read = FileReader(str(root), 1000)
+    dying = DiesInWorker(read, fatal="page-05.md", parent=os.getpid())
+    here = list(prepare_in_order(_files(root), PIPELINE, read=read))
+
+    there = list(
+        prepare_in_order(_files(root), PIPELINE, read=dying, worker_read=dying, min_files=1)
+    )
+
+    assert there == here
