@@ -82,6 +82,9 @@ class Harness:
         finally:
             manifest.close()
 
+    def bm25(self, query: str) -> list[tuple[str, float]]:
+        return KeywordStore.open_readonly(self.data.tantivy).search(query, 5)
+
     def checked_at(self) -> dict[str, str | None]:
         manifest = Manifest.open_readonly(self.data.manifest)
         try:
@@ -190,15 +193,19 @@ def test_a_pass_prepared_by_a_worker_process_indexes_what_an_inline_pass_does(
     inline, worker = Harness(tmp_path / "a", fake_embedder), Harness(tmp_path / "b", fake_embedder)
     for harness in (inline, worker):
         for n in range(12):
-            (harness.root / f"page-{n}.md").write_text(DOC.replace("quokka", f"quokka{n}"))
+            (harness.root / f"page-{n}.md").write_text(DOC.replace("quokka", f"quokka_{n}"))
         (harness.root / "binary.md").write_bytes(b"\x00\x01binary")
 
     expected = inline.run()
+    calls = fake_embedder.calls
     report = worker.run(worker_min_files=1)
 
+    assert fake_embedder.calls == calls  # the worker embedded every chunk
+    assert _chunks(report)["embedded"] == _chunks(expected)["embedded"]
     assert _docs(report) == _docs(expected)
     assert worker.chunk_ids() == inline.chunk_ids()
     assert worker.agree()
+    assert worker.bm25("quokka_7") == inline.bm25("quokka_7") != []  # identifier terms too
 
 
 def test_a_touched_but_identical_file_is_hashed_and_not_re_embedded(harness: Harness) -> None:

@@ -6,15 +6,19 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from ragd.chunking import ChunkSettings
 from ragd.folders import FileContent, FileReader
 from ragd.pipeline import Pipeline, content_hash
-from ragd.preparing import prepare, prepare_in_order
+from ragd.preparing import Prepared, prepare, prepare_in_order
+from tests.conftest import FakeEmbedder
 
 PIPELINE = Pipeline(ChunkSettings(300, 40), "fake-model")
-PAGE = "# Title\n\nSome text about {n}.\n\n## Part\n\nMore about {n}, and then some.\n"
+PAGE = (
+    "# Title\n\nSome text about {n} and status_code.\n\n## Part\n\nMore about {n}: HTTPException.\n"
+)
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,10 @@ def root(tmp_path: Path) -> Path:
 
 def _files(root: Path) -> list[tuple[str, str | None]]:
     return [(path.name, None) for path in sorted(root.iterdir())]
+
+
+def _fields(prepared: list[Prepared]) -> list[tuple[object, ...]]:
+    return [(p.size, p.mtime_ns, p.digest, p.processed, p.error) for p in prepared]
 
 
 def test_a_file_that_cannot_be_read_is_an_outcome_with_a_reason(root: Path) -> None:
@@ -73,10 +81,31 @@ def test_a_worker_prepares_exactly_what_this_process_would_in_order(root: Path) 
     read = FileReader(str(root), 1000)
     here = list(prepare_in_order(_files(root), PIPELINE, read=read))
 
-    there = list(prepare_in_order(_files(root), PIPELINE, read=read, worker_read=read, min_files=1))
+    there = list(
+        prepare_in_order(
+            _files(root), PIPELINE, read=read, worker=(read, FakeEmbedder()), min_files=1
+        )
+    )
 
-    assert there == here
+    assert _fields(there) == _fields(here)
     assert [p.processed is not None for p in there].count(True) == 40
+
+
+def test_a_worker_embeds_each_chunk_as_this_process_would(root: Path) -> None:
+    read = FileReader(str(root), 1000)
+    embedder = FakeEmbedder()
+
+    there = list(
+        prepare_in_order(_files(root), PIPELINE, read=read, worker=(read, embedder), min_files=1)
+    )
+
+    for prepared in there:
+        if prepared.processed is None:
+            assert prepared.vectors is None
+            continue
+        texts = [c.embed_text for c in prepared.processed.chunks]
+        assert prepared.vectors is not None
+        np.testing.assert_allclose(prepared.vectors, embedder.embed(texts), atol=1e-6)
 
 
 def test_this_process_finishes_the_files_of_a_worker_that_died(root: Path) -> None:
@@ -85,7 +114,41 @@ def test_this_process_finishes_the_files_of_a_worker_that_died(root: Path) -> No
     here = list(prepare_in_order(_files(root), PIPELINE, read=read))
 
     there = list(
-        prepare_in_order(_files(root), PIPELINE, read=dying, worker_read=dying, min_files=1)
+        prepare_in_order(
+            _files(root), PIPELINE, read=dying, worker=(dying, FakeEmbedder()), min_files=1
+        )
     )
 
-    assert there == here
+    assert _fields(there) == _fields(here)
+
+
+class _CannotStart:
+    """A process pool whose worker cannot be started (as when /tmp is not writable)."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        pass
+
+    def __enter__(self) -> _CannotStart:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def submit(self, *args: object) -> None:
+        raise OSError(28, "No space left on device")
+
+
+def test_this_process_prepares_everything_when_no_worker_can_start(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    read = FileReader(str(root), 1000)
+    here = list(prepare_in_order(_files(root), PIPELINE, read=read))
+    monkeypatch.setattr("ragd.preparing.ProcessPoolExecutor", _CannotStart)
+
+    there = list(
+        prepare_in_order(
+            _files(root), PIPELINE, read=read, worker=(read, FakeEmbedder()), min_files=1
+        )
+    )
+
+    assert _fields(there) == _fields(here)

@@ -2,4 +2,5 @@
 
 from ragd.cli import run
 
-run()
+if __name__ == "__main__":  # not when a worker process imports the parent's main module
+    run()

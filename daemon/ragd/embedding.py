@@ -75,6 +75,10 @@ class Model2VecEmbedder:
         self.calls = 0
         self.texts_embedded = 0
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled for a worker process without the loaded model; it loads its own."""
+        return self.__dict__ | {"_static": None}
+
     @property
     def identity(self) -> str:
         """Content hash of a local model's files, or the hub id."""

@@ -22,7 +22,7 @@ from datetime import timedelta
 
 import numpy as np
 
-from ragd.embedding import Embedder
+from ragd.embedding import Embedder, Matrix
 from ragd.errors import RagdError, SourceError
 from ragd.faults import fault_point
 from ragd.folders import FileStat, FolderSource, Listing
@@ -130,6 +130,7 @@ class _Pending:
     touches_stores: bool
     old_chunk_ids: frozenset[str]
     started: float
+    vectors: Matrix | None = None  # one row per chunk, when a worker already embedded them
 
 
 class Indexer:
@@ -266,7 +267,7 @@ class Indexer:
             [(entry.key, self._known_hash(record, full=full)) for entry, record in todo],
             self.pipeline,
             read=source.read,
-            worker_read=source.reader(),
+            worker=(source.reader(), self.embedder),
             min_files=self.worker_min_files,
         )
         try:
@@ -525,7 +526,8 @@ class Indexer:
             fingerprint=fingerprint,
             chunks=chunks,
         )
-        self._enqueue(write, tuple(c.embed_text for c in processed.chunks), record, started)
+        texts = tuple(c.embed_text for c in processed.chunks)
+        self._enqueue(write, texts, record, started, vectors=prepared.vectors)
 
     def _known_hash(self, record: DocumentRecord | None, *, full: bool) -> str | None:
         """The hash that makes parsing a file unnecessary: its settled, same-recipe content."""
@@ -607,6 +609,8 @@ class Indexer:
         embed_texts: tuple[str, ...],
         record: DocumentRecord | None,
         started: float | None = None,
+        *,
+        vectors: Matrix | None = None,
     ) -> None:
         had_chunks = record is not None and record.chunk_count > 0
         unsettled = record is not None and record.status in ("pending", "deleted")
@@ -622,6 +626,7 @@ class Indexer:
                 bool(write.chunks) or had_chunks or unsettled,
                 old_ids,
                 time.monotonic() if started is None else started,
+                vectors,
             )
         )
         self._queued_chunks += len(write.chunks)
@@ -682,20 +687,28 @@ class Indexer:
             )
 
     def _vectors_for(self, batch: list[_Pending]) -> dict[str, np.ndarray]:
+        """A vector per embed key of the batch: cached, embedded by the worker, or now."""
         texts: dict[str, str] = {}
+        given: dict[str, np.ndarray] = {}
         total = 0
         for p in batch:
-            for c, text in zip(p.write.chunks, p.embed_texts, strict=True):
+            if p.vectors is not None:
+                _check_vectors(p.vectors, len(p.write.chunks), self.embedder.dim)
+            for n, (c, text) in enumerate(zip(p.write.chunks, p.embed_texts, strict=True)):
                 texts.setdefault(c.embed_key, text)
+                if p.vectors is not None:
+                    given[c.embed_key] = p.vectors[n]
                 total += 1
         if not texts:
             return {}
         vectors: dict[str, np.ndarray] = dict(self.manifest.cached_vectors(texts.keys()))
         missing = [k for k in texts if k not in vectors]
         if missing:
-            fresh = self.embedder.embed([texts[k] for k in missing])
-            _check_vectors(fresh, len(missing), self.embedder.dim)
-            new = {k: fresh[i] for i, k in enumerate(missing)}
+            new = {k: given[k] for k in missing if k in given}
+            if unembedded := [k for k in missing if k not in new]:
+                fresh = self.embedder.embed([texts[k] for k in unembedded])
+                _check_vectors(fresh, len(unembedded), self.embedder.dim)
+                new.update((k, fresh[i]) for i, k in enumerate(unembedded))
             self.manifest.store_vectors(new)
             vectors.update(new)
         self._report.embedded += len(missing)
