@@ -363,9 +363,11 @@ class VectorStore:
         """
         table = self._writer_table()
         fault_point("during_compaction")
-        self.ensure_vector_index()
         with _lance_errors("optimize", self._directory):
             table.optimize(cleanup_older_than=cleanup_older_than)
+        # After compacting: an index built over 451 small files and then compacted searched
+        # in 4.8 ms at 125k rows; built over the one compacted file, 3.6 ms.
+        self.ensure_vector_index()
 
     def refresh(self) -> None:
         """Move to the latest commit (a handle otherwise stays on the version it opened)."""
