@@ -67,17 +67,30 @@ class Backend(Protocol):
         ...
 
 
+# How far past the body limit a declared body is still read (and dropped) before the 413.
+DRAIN_FACTOR = 4
+
+
 def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status)
 
 
 async def read_body(request: Request, limit: int) -> bytes:
-    """The request body, refused with 413 as soon as it is known to exceed `limit`."""
+    """The request body, refused with 413 once it is known to exceed `limit`.
+
+    A body declared too big but within `DRAIN_FACTOR` times the limit is read and
+    dropped first: answering while the client still sends makes the server close a
+    connection with unread data, and the client sees a reset (a broken pipe) instead of
+    the 413. Anything bigger is refused at once.
+    """
     declared = request.headers.get("content-length")
     if declared is not None:
         if not declared.isdigit():
             raise HTTPException(400, "invalid Content-Length")
         if int(declared) > limit:
+            if int(declared) <= DRAIN_FACTOR * limit:
+                async for _ in request.stream():
+                    pass
             raise HTTPException(413, f"body is {declared} bytes; the limit is {limit}")
     body = bytearray()
     async for piece in request.stream():

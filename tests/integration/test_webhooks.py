@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import threading
 import time
 import uuid
@@ -221,6 +222,17 @@ def test_every_bad_delivery_gets_its_status_and_changes_nothing(served: Served) 
         assert "error" in answer, name
 
     assert _store_state(served) == before
+
+
+def test_a_huge_declared_body_is_refused_before_it_is_sent(served: Served) -> None:
+    with socket.create_connection(("127.0.0.1", served.port), timeout=10) as conn:
+        conn.sendall(
+            b"POST /v1/webhooks/cms HTTP/1.1\r\nHost: ragd\r\n"
+            b"Content-Type: application/json\r\nContent-Length: 1073741824\r\n\r\n"
+        )
+        reply = conn.recv(65536)  # no body sent: an answer now means it was not awaited
+
+    assert reply.startswith(b"HTTP/1.1 413"), reply[:80]
 
 
 def test_a_delivery_acknowledged_then_killed_before_it_ran_is_applied_after_restart(
