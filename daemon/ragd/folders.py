@@ -99,6 +99,7 @@ class FolderSource:
         self.root = root
         self._root_text = os.fspath(root)
         self.max_file_bytes = max_file_bytes
+        self._reader = FileReader(self._root_text, max_file_bytes)
         self._includes = glob_matcher(include)
         self._excludes = glob_matcher(exclude)
 
@@ -200,11 +201,11 @@ class FolderSource:
 
     def read(self, key: str) -> FileContent:
         """Read a file once; raise DocumentError with a one-line reason when it cannot be read."""
-        return self.reader()(key)
+        return self._reader(key)
 
     def reader(self) -> FileReader:
         """`read` as a picklable value, for a worker process."""
-        return FileReader(self._root_text, self.max_file_bytes)
+        return self._reader
 
 
 @dataclass(frozen=True, slots=True)

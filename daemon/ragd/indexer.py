@@ -216,10 +216,9 @@ class Indexer:
             for name in set(self.manifest.sources()) - configured:
                 for record in self.manifest.documents(name):
                     self._delete(record)
-        wrote = self._wrote
         report = self._finish()
         self.manifest.confirm_sources(checked)
-        if wrote:  # a no-op pass never even opens LanceDB
+        if self._wrote:  # a no-op pass never even opens LanceDB
             self.manifest.prune_vectors()
         return report
 

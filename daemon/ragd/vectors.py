@@ -327,8 +327,10 @@ class VectorStore:
         Rows written afterwards are searched exactly until `optimize` folds them in.
         """
         table = self._writer_table()
+        if self.has_vector_index():  # asked after every batch: the usual answer, in one call
+            return False
         rows = self.count()
-        if rows < min_rows or self.has_vector_index():
+        if rows < min_rows:
             return False
         from lancedb.index import IvfSq
 
