@@ -26,7 +26,7 @@ __all__ = [
 ]
 
 # Part of the pipeline fingerprint: bump whenever any parser's output can change.
-PARSER_VERSION = "1"
+PARSER_VERSION = "2"  # 2: markdown-it-pyrs (lazy continuation per CommonMark)
 
 _MARKDOWN = frozenset({".md", ".markdown"})
 _HTML = frozenset({".html", ".htm"})

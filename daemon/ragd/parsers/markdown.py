@@ -1,26 +1,35 @@
 """Markdown (CommonMark plus tables, MkDocs conventions) to sections of source blocks.
 
-markdown-it-py finds the structure: top-level headings start sections, top-level blocks
-become Blocks. The text of every block is the original source lines the token covers, so
-a code fence keeps its ``` markers and a list keeps its bullets; nothing is re-rendered.
-Heading text is what a reader sees: the inline source with MkDocs attribute lists such as
-`{ #anchor }` removed. YAML front matter is stripped and may supply the title.
+markdown-it-pyrs (markdown-it.rs, the Rust port of the markdown-it family) finds the
+structure: top-level headings start sections, other top-level nodes become Blocks. The
+text of every block is the original source lines the node covers, so a code fence keeps
+its ``` markers and a list keeps its bullets; nothing is re-rendered. Heading text is
+what a reader sees: the inline source with MkDocs attribute lists such as `{ #anchor }`
+removed. YAML front matter is stripped and may supply the title.
 """
 
 from __future__ import annotations
 
 import re
 
-from markdown_it import MarkdownIt
+from markdown_it_pyrs import MarkdownIt, Node
 
-from ragd.parsers import Block, ParsedDocument, SectionBuilder, normalize_heading
+from ragd.parsers import (
+    Block,
+    ParsedDocument,
+    SectionBuilder,
+    UnsupportedDocument,
+    normalize_heading,
+)
 
-# Only block structure is needed: inline parsing (links, emphasis) is the slow and
-# pathological part of markdown-it, and headings keep their raw inline source anyway.
+# markdown-it-py produced the same sections for every page of tldr and fastapi-docs in
+# about five times the time; parsing was a quarter of a full index.
 _PARSER = MarkdownIt("commonmark").enable("table")
-_PARSER.disable("inline")
 
-_CODE_TOKENS = frozenset({"fence", "code_block"})
+_CODE_NODES = frozenset({"fence", "code_block"})
+_HEADING_NODES = frozenset({"heading", "lheading"})
+# Link reference definitions render as nothing; they are not text a reader sees.
+_SKIPPED_NODES = frozenset({"definition"})
 _FRONT_MATTER_KEY = re.compile(r"[A-Za-z_][\w-]*[ \t]*:")
 _TITLE_KEY = re.compile(r"title[ \t]*:[ \t]*(.*)")
 
@@ -29,26 +38,48 @@ def parse_markdown(source: str, stem: str) -> ParsedDocument:
     """Parse Markdown into sections; the title is the first h1, front matter, or `stem`."""
     lines = source.split("\n")
     body_start, front_title = _front_matter(lines)
-    # Blank the front matter rather than cut it, so token line numbers index `lines`.
-    parse_lines = [""] * body_start + lines[body_start:]
-    tokens = _PARSER.parse("\n".join(parse_lines))
+    # Blank the front matter rather than cut it, so node positions index `lines`.
+    text = "\n" * body_start + "\n".join(lines[body_start:])
+    try:
+        root = _PARSER.tree(text)
+    except BaseException as exc:  # a Rust panic arrives as pyo3's PanicException
+        if not isinstance(exc, Exception) and type(exc).__name__ != "PanicException":
+            raise  # KeyboardInterrupt, SystemExit
+        raise UnsupportedDocument(f"the Markdown parser failed: {exc}") from exc
+    # Node positions are byte offsets into the UTF-8 text; blocks are whole lines. Nodes
+    # come in order, so counting newlines from the previous one finds each line number.
+    data = text.encode("utf-8", "surrogatepass")
+    line, counted_to = 0, 0
 
     builder = SectionBuilder()
     first_h1: str | None = None
-    for index, token in enumerate(tokens):
-        if token.level != 0 or token.nesting < 0 or token.map is None:
+    for node in root.children:
+        name, span = node.name, node.srcmap  # each attribute read converts from Rust
+        if span is None or name in _SKIPPED_NODES:
             continue
-        if token.type == "heading_open":
-            text = builder.heading(int(token.tag[1:]), heading_text(tokens[index + 1].content))
-            if token.tag == "h1" and first_h1 is None and text:
-                first_h1 = text
+        if name in _HEADING_NODES:
+            level = int(node.meta["level"])
+            heading = builder.heading(level, heading_text(_inline_source(node, data)))
+            if level == 1 and first_h1 is None and heading:
+                first_h1 = heading
             continue
-        start, end = token.map
-        block_source = "\n".join(line.rstrip() for line in lines[start:end]).strip("\n")
-        builder.add(Block(block_source, is_code=token.type in _CODE_TOKENS))
+        start_byte, end_byte = span
+        stop = max(end_byte - 1, start_byte)
+        first = line + data.count(b"\n", counted_to, start_byte)
+        line, counted_to = first + data.count(b"\n", start_byte, stop), stop
+        block_source = "\n".join(row.rstrip() for row in lines[first : line + 1]).strip("\n")
+        builder.add(Block(block_source, is_code=name in _CODE_NODES))
 
     title = first_h1 or front_title or normalize_heading(stem)
     return ParsedDocument(title=title, sections=builder.sections())
+
+
+def _inline_source(heading: Node, data: bytes) -> str:
+    """A heading's inline source as written: from its first inline node to its last."""
+    spans = [child.srcmap for child in heading.children if child.srcmap is not None]
+    if not spans:
+        return ""
+    return data[spans[0][0] : spans[-1][1]].decode("utf-8", "surrogatepass")
 
 
 def heading_text(inline_source: str) -> str:
