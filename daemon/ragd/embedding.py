@@ -113,7 +113,7 @@ class Model2VecEmbedder:
         try:
             from model2vec import StaticModel
 
-            self._static = StaticModel.from_pretrained(self.model)
+            static = StaticModel.from_pretrained(self.model)
         except Exception as exc:  # model2vec/hub raise many types; all mean "cannot load"
             raise ModelLoadError(
                 f"cannot load embedding model '{self.model}': {type(exc).__name__}: {exc}".split(
@@ -121,7 +121,12 @@ class Model2VecEmbedder:
                 )[0],
                 hint="download it once, or set RAGD_EMBEDDING_MODEL to a local model2vec directory",
             ) from exc
-        return self._static
+        if static.embedding.dtype == np.float16:
+            # numpy averages float16 rows slowly (a cast per reduction): widening the table
+            # once makes encoding ~1.6x faster; each vector moves by at most float16 rounding.
+            static.embedding = static.embedding.astype(np.float32)
+        self._static = static
+        return static
 
 
 def normalise(vectors: Matrix) -> Matrix:
