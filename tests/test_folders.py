@@ -102,7 +102,9 @@ def test_a_listing_does_not_vouch_for_keys_under_unreadable_directories() -> Non
 
 
 def test_uri_is_a_file_url_of_the_path(tmp_path: Path) -> None:
-    assert _source(tmp_path).uri_for("a b/c.md") == (tmp_path / "a b" / "c.md").as_uri()
+    for key in ("a b/c.md", "100%/é #?.md", "x;y=[z]~!.md"):
+        assert _source(tmp_path).uri_for(key) == (tmp_path / key).as_uri()
+    assert _source(Path("/")).uri_for("a b.md") == "file:///a%20b.md"
 
 
 _PATTERN_SETS = [

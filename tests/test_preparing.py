@@ -12,7 +12,7 @@ import pytest
 from ragd.chunking import ChunkSettings
 from ragd.folders import FileContent, FileReader
 from ragd.pipeline import Pipeline, content_hash
-from ragd.preparing import Prepared, prepare, prepare_in_order
+from ragd.preparing import Prepared, ToPrepare, _tasks, prepare, prepare_in_order
 from tests.conftest import FakeEmbedder
 
 PIPELINE = Pipeline(ChunkSettings(300, 40), "fake-model")
@@ -43,8 +43,8 @@ def root(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def _files(root: Path) -> list[tuple[str, str | None]]:
-    return [(path.name, None) for path in sorted(root.iterdir())]
+def _files(root: Path) -> list[ToPrepare]:
+    return [ToPrepare(path.name, None, path.stat().st_size) for path in sorted(root.iterdir())]
 
 
 def _fields(prepared: list[Prepared]) -> list[tuple[object, ...]]:
@@ -152,3 +152,13 @@ def test_this_process_prepares_everything_when_no_worker_can_start(
     )
 
     assert _fields(there) == _fields(here)
+
+
+def test_tasks_hold_at_most_64_files_or_about_a_mebibyte() -> None:
+    small = [ToPrepare(f"s{n}.md", None, 100) for n in range(130)]
+    big = [ToPrepare(f"b{n}.md", None, 600_000) for n in range(3)]
+
+    tasks = _tasks(small + big)
+
+    assert [len(t) for t in tasks] == [64, 64, 3, 1, 1]
+    assert [f for t in tasks for f in t] == small + big

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
+from urllib.parse import quote
 
 import pathspec
 
@@ -100,6 +101,7 @@ class FolderSource:
         self._root_text = os.fspath(root)
         self.max_file_bytes = max_file_bytes
         self._reader = FileReader(self._root_text, max_file_bytes)
+        self._uri_prefix = (root.absolute() / "x").as_uri()[:-1]  # "file:///root/", even for "/"
         self._includes = glob_matcher(include)
         self._excludes = glob_matcher(exclude)
 
@@ -118,8 +120,8 @@ class FolderSource:
         return self.root.joinpath(*PurePosixPath(key).parts)
 
     def uri_for(self, key: str) -> str:
-        """A file:// URL for a key."""
-        return self.path_for(key).as_uri()
+        """A file:// URL for a key (what `path_for(key).as_uri()` gives, without the Path)."""
+        return self._uri_prefix + quote(key)
 
     def check_root(self) -> None:
         """Raise SourceError unless the root is a readable directory."""

@@ -16,6 +16,7 @@ from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from ragd.embedding import Embedder, Matrix
 from ragd.errors import DocumentError
@@ -25,11 +26,23 @@ from ragd.pipeline import Pipeline, ProcessedDocument, content_hash
 
 # Below this many files a worker costs more to start (~0.3 s of imports) than it saves.
 WORKER_MIN_FILES = 500
-# Files per task sent to the worker (its chunks are embedded in one model call, so a
-# task must be big enough to batch), and tasks in flight: enough to keep the worker busy
-# while this process writes a batch, few enough that prepared documents do not pile up.
+# A task is up to 64 files (its chunks are embedded in one model call, so a task must be
+# big enough to batch) or 1 MiB. The worker may run ahead by up to 48 tasks and 16 MiB
+# of files: past one write batch of the indexer (2,048 documents), so it keeps working
+# while this process writes, and no further, so prepared documents do not pile up.
 _TASK_FILES = 64
-_TASKS_IN_FLIGHT = 8
+_TASK_BYTES = 1 << 20
+_AHEAD_TASKS = 48
+_AHEAD_BYTES = 16 << 20
+
+
+class ToPrepare(NamedTuple):
+    """A file to prepare: its key, the hash its content had when last indexed, its size."""
+
+    key: str
+    known_hash: str | None
+    size: int
+
 
 Reader = Callable[[str], FileContent]
 
@@ -73,11 +86,11 @@ def _start_worker(pipeline: Pipeline, embedder: Embedder) -> None:
     _worker = (pipeline, embedder)
 
 
-def _prepare_task(files: Sequence[tuple[str, str | None]], read: Reader) -> list[Prepared]:
+def _prepare_task(files: Sequence[ToPrepare], read: Reader) -> list[Prepared]:
     """In the worker: prepare a task's files, then embed all their chunks in one call."""
     assert _worker is not None, "the worker's initializer did not run"
     pipeline, embedder = _worker
-    prepared = [prepare(key, known, pipeline, read) for key, known in files]
+    prepared = [prepare(f.key, f.known_hash, pipeline, read) for f in files]
     texts = list(
         dict.fromkeys(c.embed_text for p in prepared if p.processed for c in p.processed.chunks)
     )
@@ -94,14 +107,14 @@ def _prepare_task(files: Sequence[tuple[str, str | None]], read: Reader) -> list
 
 
 def prepare_in_order(
-    files: Sequence[tuple[str, str | None]],
+    files: Sequence[ToPrepare],
     pipeline: Pipeline,
     *,
     read: Reader,
     worker: tuple[Reader, Embedder] | None = None,
     min_files: int = WORKER_MIN_FILES,
 ) -> Generator[Prepared, None, None]:
-    """`prepare` for each (key, known_hash), yielded in order.
+    """`prepare` for each file, yielded in order.
 
     With `worker` (a picklable reader and embedder) and at least `min_files` files, a
     worker process prepares and embeds them ahead of the caller (chunks the caller has
@@ -110,11 +123,11 @@ def prepare_in_order(
     the generator early cancels what the worker has not begun.
     """
     if worker is None or len(files) < min_files:
-        for key, known in files:
-            yield prepare(key, known, pipeline, read)
+        for f in files:
+            yield prepare(f.key, f.known_hash, pipeline, read)
         return
     worker_read, embedder = worker
-    tasks = [files[i : i + _TASK_FILES] for i in range(0, len(files), _TASK_FILES)]
+    tasks = _tasks(files)
     # forkserver: the caller may hold threads (Tantivy, LanceDB) a plain fork would copy.
     with ProcessPoolExecutor(
         1,
@@ -122,24 +135,48 @@ def prepare_in_order(
         initializer=_start_worker,
         initargs=(pipeline, embedder),
     ) as pool:
-        pending: deque[Future[list[Prepared]]] = deque()
+        pending: deque[tuple[Future[list[Prepared]], int]] = deque()
+        ahead = 0  # bytes of the pending tasks' files
+        submitted = 0
         try:
             for done in range(len(tasks)):
                 try:
-                    while len(pending) < _TASKS_IN_FLIGHT and done + len(pending) < len(tasks):
-                        pending.append(
-                            pool.submit(_prepare_task, tasks[done + len(pending)], worker_read)
-                        )
-                    results = pending.popleft().result()
+                    while submitted < len(tasks) and (
+                        not pending or (len(pending) < _AHEAD_TASKS and ahead < _AHEAD_BYTES)
+                    ):
+                        task = tasks[submitted]
+                        size = sum(f.size for f in task)
+                        pending.append((pool.submit(_prepare_task, task, worker_read), size))
+                        ahead += size
+                        submitted += 1
+                    future, size = pending.popleft()
+                    ahead -= size
+                    results = future.result()
                 except (BrokenProcessPool, OSError):
                     # The worker could not start (no /tmp for forkserver's socket, process
                     # limits) or died (killed, out of memory): finish here, in order.
                     pending.clear()
                     for rest in tasks[done:]:
-                        for key, known in rest:
-                            yield prepare(key, known, pipeline, read)
+                        for f in rest:
+                            yield prepare(f.key, f.known_hash, pipeline, read)
                     return
                 yield from results
         finally:
-            for future in pending:
+            for future, _ in pending:
                 future.cancel()
+
+
+def _tasks(files: Sequence[ToPrepare]) -> list[list[ToPrepare]]:
+    """Files cut into tasks of at most `_TASK_FILES` files or about `_TASK_BYTES`."""
+    tasks: list[list[ToPrepare]] = []
+    task: list[ToPrepare] = []
+    size = 0
+    for f in files:
+        if task and (len(task) == _TASK_FILES or size + f.size > _TASK_BYTES):
+            tasks.append(task)
+            task, size = [], 0
+        task.append(f)
+        size += f.size
+    if task:
+        tasks.append(task)
+    return tasks

@@ -17,7 +17,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import lru_cache
+from importlib import import_module
 from pathlib import Path
+from threading import Thread
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -65,6 +67,15 @@ class VectorRow:
     chunk_id: str
     doc_id: str
     vector: npt.NDArray[np.float32]
+
+
+def import_in_background() -> None:
+    """Start importing lancedb on a thread, for a caller that is about to wait anyway.
+
+    The import is ~1.5 s of pure-Python work; a big pass waits about that long for its
+    worker's first documents, so the import is done before the first write needs it.
+    """
+    Thread(target=import_module, args=("lancedb",), name="import-lancedb", daemon=True).start()
 
 
 def sql_string(value: str) -> str:
