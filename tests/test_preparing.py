@@ -11,6 +11,7 @@ import pytest
 
 from ragd.chunking import ChunkSettings
 from ragd.folders import FileContent, FileReader
+from ragd.identifiers import identifier_terms
 from ragd.pipeline import Pipeline, content_hash
 from ragd.preparing import Prepared, ToPrepare, _tasks, prepare, prepare_in_order
 from tests.conftest import FakeEmbedder
@@ -162,3 +163,21 @@ def test_tasks_hold_at_most_64_files_or_about_a_mebibyte() -> None:
 
     assert [len(t) for t in tasks] == [64, 64, 3, 1, 1]
     assert [f for t in tasks for f in t] == small + big
+
+
+def test_a_worker_finds_each_chunks_identifier_terms(root: Path) -> None:
+    read = FileReader(str(root), 1000)
+
+    there = list(
+        prepare_in_order(
+            _files(root), PIPELINE, read=read, worker=(read, FakeEmbedder()), min_files=1
+        )
+    )
+
+    for p in there:
+        if p.processed is None:
+            assert p.identifiers is None
+            continue
+        expected = [" ".join(identifier_terms(c.embed_text)) for c in p.processed.chunks]
+        assert list(p.identifiers or ()) == expected
+    assert any("status_code" in terms for p in there for terms in p.identifiers or ())

@@ -62,7 +62,7 @@ class ChunkSettings:
             )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)  # no slots: it crosses from the worker, see ragd.preparing.Prepared
 class Chunk:
     """One unit of retrieval: its body, and the labelled text that is embedded and indexed."""
 

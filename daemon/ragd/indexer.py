@@ -136,6 +136,7 @@ class _Pending:
     old_chunk_ids: frozenset[str]
     started: float
     vectors: Matrix | None = None  # one row per chunk, when a worker already embedded them
+    identifiers: tuple[str, ...] | None = None  # per chunk, when a worker found them
 
 
 class Indexer:
@@ -242,7 +243,7 @@ class Indexer:
         Comparing stats against plain tuples, and loading a document's record only when
         it may have changed, is what keeps a no-op pass close to the cost of the walk.
         A listing names each key once, so a passed-over file needs no `_seen` entry.
-        The files that may have changed are then prepared in order, by a worker process
+        The files that may have changed are then prepared in order, by worker processes
         when there are many, and visited here.
         """
         fingerprint = self.pipeline.fingerprint
@@ -535,7 +536,14 @@ class Indexer:
             chunks=chunks,
         )
         texts = tuple(c.embed_text for c in processed.chunks)
-        self._enqueue(write, texts, record, started, vectors=prepared.vectors)
+        self._enqueue(
+            write,
+            texts,
+            record,
+            started,
+            vectors=prepared.vectors,
+            identifiers=prepared.identifiers,
+        )
 
     def _known_hash(self, record: DocumentRecord | None, *, full: bool) -> str | None:
         """The hash that makes parsing a file unnecessary: its settled, same-recipe content."""
@@ -619,6 +627,7 @@ class Indexer:
         started: float | None = None,
         *,
         vectors: Matrix | None = None,
+        identifiers: tuple[str, ...] | None = None,
     ) -> None:
         had_chunks = record is not None and record.chunk_count > 0
         unsettled = record is not None and record.status in ("pending", "deleted")
@@ -635,6 +644,7 @@ class Indexer:
                 old_ids,
                 time.monotonic() if started is None else started,
                 vectors,
+                identifiers,
             )
         )
         self._queued_chunks += len(write.chunks)
@@ -673,9 +683,11 @@ class Indexer:
             self.stores.keywords().replace_documents(
                 doc_ids,
                 [
-                    KeywordRow(c.chunk_id, c.doc_id, text)
+                    KeywordRow(
+                        c.chunk_id, c.doc_id, text, p.identifiers[n] if p.identifiers else None
+                    )
                     for p in touching
-                    for c, text in zip(p.write.chunks, p.embed_texts, strict=True)
+                    for n, (c, text) in enumerate(zip(p.write.chunks, p.embed_texts, strict=True))
                 ],
             )
             fault_point("after_tantivy")

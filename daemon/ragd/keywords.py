@@ -51,11 +51,13 @@ REBUILD_BATCH = 5_000
 
 @dataclass(frozen=True, slots=True)
 class KeywordRow:
-    """One chunk to index: the text is indexed for BM25, not stored."""
+    """One chunk to index: the text is indexed for BM25, not stored. `identifiers` is
+    `" ".join(identifier_terms(text))` when the caller has it already."""
 
     chunk_id: str
     doc_id: str
     text: str
+    identifiers: str | None = None
 
 
 def _schema() -> tantivy.Schema:
@@ -212,7 +214,10 @@ class KeywordStore:
                 document.add_text("chunk_id", row.chunk_id)
                 document.add_text("doc_id", row.doc_id)
                 document.add_text("text", row.text)
-                document.add_text("identifiers", " ".join(identifier_terms(row.text)))
+                identifiers = row.identifiers
+                if identifiers is None:
+                    identifiers = " ".join(identifier_terms(row.text))
+                document.add_text("identifiers", identifiers)
                 writer.add_document(document)
             writer.commit()
         except (ValueError, RuntimeError) as exc:

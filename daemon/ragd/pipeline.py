@@ -36,7 +36,7 @@ def embed_key(model_identity: str, embed_text: str) -> str:
     return hashlib.sha256(f"{model_identity}\0{embed_text}".encode()).hexdigest()[:32]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)  # no slots: it crosses from the worker, see Prepared
 class ProcessedDocument:
     """A parsed and chunked document, before embedding."""
 

@@ -2,15 +2,16 @@
 
 Owns `prepare` (one file in, one `Prepared` out; a bad file is an outcome, not an
 exception) and `prepare_in_order`, which prepares many files in order and, when there
-are enough to pay for starting it, on a worker process that also embeds their chunks.
-A pass that rewrites thousands of documents then parses and embeds on the second core
-while the calling process writes. Every store write stays in the calling process, in
+are enough to pay for starting them, on worker processes that also embed their chunks.
+A pass that rewrites thousands of documents then parses and embeds on both cores while
+the calling process writes. Every store write stays in the calling process, in
 the same order as before.
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import os
 from collections import deque
 from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -21,6 +22,7 @@ from typing import NamedTuple
 from ragd.embedding import Embedder, Matrix
 from ragd.errors import DocumentError
 from ragd.folders import FileContent
+from ragd.identifiers import identifier_terms
 from ragd.parsers import UnsupportedDocument
 from ragd.pipeline import Pipeline, ProcessedDocument, content_hash
 
@@ -34,6 +36,12 @@ _TASK_FILES = 64
 _TASK_BYTES = 1 << 20
 _AHEAD_TASKS = 48
 _AHEAD_BYTES = 16 << 20
+# Two workers, or one on a single core. With one, on the 2-core reference machine, each
+# process waited for the other about half the time (the worker tokenizing, this process
+# writing): a full tldr index 23.8 s with 12 CPU-s idle; with two, 19.5-20.3 s and 3-4 s
+# idle. More would add model copies (~150 MB each) for little: this process's writes are
+# then the limit.
+_WORKERS = min(2, len(os.sched_getaffinity(0)))
 
 
 class ToPrepare(NamedTuple):
@@ -47,11 +55,16 @@ class ToPrepare(NamedTuple):
 Reader = Callable[[str], FileContent]
 
 
-@dataclass(frozen=True, slots=True, eq=False)  # vectors are arrays: compare fields
+# No slots: a slotted frozen dataclass unpickles through dataclasses' __setstate__,
+# which looks up its fields per object, 2.7x slower than a plain __dict__; every
+# prepared document and chunk crosses the pipe from the worker. eq=False: vectors
+# are arrays, compare fields.
+@dataclass(frozen=True, eq=False)
 class Prepared:
     """What a file became. `size` is None when it could not be read (`error` says why);
     `processed` is None when its content hashed to the known hash, or when it cannot be
-    parsed (`error` set). `vectors`, one row per chunk, when a worker embedded them."""
+    parsed (`error` set). `vectors` (one row per chunk) and `identifiers` (each chunk's
+    identifier terms, joined) when a worker prepared it."""
 
     size: int | None
     mtime_ns: int | None
@@ -59,6 +72,7 @@ class Prepared:
     processed: ProcessedDocument | None
     error: str | None
     vectors: Matrix | None = None
+    identifiers: tuple[str, ...] | None = None
 
 
 def prepare(key: str, known_hash: str | None, pipeline: Pipeline, read: Reader) -> Prepared:
@@ -87,7 +101,8 @@ def _start_worker(pipeline: Pipeline, embedder: Embedder) -> None:
 
 
 def _prepare_task(files: Sequence[ToPrepare], read: Reader) -> list[Prepared]:
-    """In the worker: prepare a task's files, then embed all their chunks in one call."""
+    """In the worker: prepare a task's files, embed all their chunks in one call, and find
+    their identifier terms (the keyword store's extra field) while it is here."""
     assert _worker is not None, "the worker's initializer did not run"
     pipeline, embedder = _worker
     prepared = [prepare(f.key, f.known_hash, pipeline, read) for f in files]
@@ -99,7 +114,11 @@ def _prepare_task(files: Sequence[ToPrepare], read: Reader) -> list[Prepared]:
     matrix = embedder.embed(texts)
     row = {text: n for n, text in enumerate(texts)}
     return [
-        replace(p, vectors=matrix[[row[c.embed_text] for c in p.processed.chunks]])
+        replace(
+            p,
+            vectors=matrix[[row[c.embed_text] for c in p.processed.chunks]],
+            identifiers=tuple(" ".join(identifier_terms(c.embed_text)) for c in p.processed.chunks),
+        )
         if p.processed
         else p
         for p in prepared
@@ -116,11 +135,11 @@ def prepare_in_order(
 ) -> Generator[Prepared, None, None]:
     """`prepare` for each file, yielded in order.
 
-    With `worker` (a picklable reader and embedder) and at least `min_files` files, a
-    worker process prepares and embeds them ahead of the caller (chunks the caller has
+    With `worker` (a picklable reader and embedder) and at least `min_files` files,
+    worker processes prepare and embed them ahead of the caller (chunks the caller has
     cached are embedded anyway: on the other core that costs less than asking). If it
-    cannot start or dies, the rest is prepared here, with `read`, unembedded. Closing
-    the generator early cancels what the worker has not begun.
+    cannot start or one dies, the rest is prepared here, with `read`, unembedded. Closing
+    the generator early cancels what the workers have not begun.
     """
     if worker is None or len(files) < min_files:
         for f in files:
@@ -130,7 +149,7 @@ def prepare_in_order(
     tasks = _tasks(files)
     # forkserver: the caller may hold threads (Tantivy, LanceDB) a plain fork would copy.
     with ProcessPoolExecutor(
-        1,
+        _WORKERS,
         mp_context=multiprocessing.get_context("forkserver"),
         initializer=_start_worker,
         initargs=(pipeline, embedder),

@@ -302,10 +302,11 @@ class Daemon:
     def _stores(self) -> Iterator[WriterStores]:
         stores = WriterStores(self.runtime.data_dir)
         try:
-            # Open both search stores now, so readers find them and the model is loaded
-            # before READY=1 rather than on the first change.
+            # Open both search stores now, so readers find them, and load the model (an
+            # empty call embeds nothing) before READY=1 rather than on the first change.
             stores.vectors(self.runtime.embedder.dim)
             stores.keywords()
+            self.runtime.embedder.embed([])
             yield stores
         finally:
             stores.close()
