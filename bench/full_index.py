@@ -153,11 +153,13 @@ def main() -> None:
             'include = ["**/*.md"]\n'
         )
         full, full_wall, full_rss = run_index(config)
+        # Before this process loads the model: a child's peak RSS counts its parent's
+        # pages between fork and exec.
+        noop, noop_wall, noop_rss = run_index(config)
+        walk_s, entries = walk_seconds(root)
         texts = embed_texts(work / "data" / "state.db")
         encode_s = bare_encode_seconds(args.model, texts)
         widened_s = bare_encode_seconds(args.model, texts, widened=True)
-        noop, noop_wall, noop_rss = run_index(config)
-        walk_s, entries = walk_seconds(root)
         rescan_s = daemon_rescan_seconds(config, port, work / "serve.log")
 
     chunks = full["chunks"]["embedded"] + full["chunks"]["reused"]  # type: ignore[index]
