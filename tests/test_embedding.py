@@ -37,8 +37,10 @@ def test_vectors_are_model2vecs_within_float16_rounding() -> None:
     shipped = StaticModel.from_pretrained(str(MODEL_DIR)).encode(TEXTS).astype(np.float32)
     expected = shipped / np.maximum(np.linalg.norm(shipped, axis=1, keepdims=True), 1e-12)
 
-    vectors = Model2VecEmbedder(str(MODEL_DIR), is_local=True).embed(TEXTS)
+    embedder = Model2VecEmbedder(str(MODEL_DIR), is_local=True)
+    vectors = embedder.embed(TEXTS)
 
+    assert embedder._static.embedding.dtype == np.float32  # widened once at load
     assert vectors.dtype == np.float32
     assert vectors.shape == (len(TEXTS), 256)
     assert np.abs(vectors - expected).max() < 2e-3

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ragd.parsers import Block, ParsedDocument, parse_document
+from ragd.parsers import Block, ParsedDocument, UnsupportedDocument, markdown, parse_document
 from ragd.parsers.markdown import heading_text
 from tests.conftest import FASTAPI_DOCS, GOLD
 
@@ -179,3 +179,63 @@ def test_fastapi_docs_have_titles_and_sections() -> None:
         doc = parse_document(path.read_bytes(), path.name)
         assert doc.title and doc.sections, path
         assert all(b.text.strip() for s in doc.sections for b in s.blocks), path
+
+
+def test_blocks_after_multibyte_text_keep_their_own_lines() -> None:
+    doc = parse("# Café ☕ {#cafe}\n\nÜber — naïve 日本語.\n\n## Zweite\n\n```\ncode ✓\n```\n")
+
+    assert paths(doc) == [("Café ☕",), ("Café ☕", "Zweite")]
+    assert [b.text for s in doc.sections for b in s.blocks] == [
+        "Über — naïve 日本語.",
+        "```\ncode ✓\n```",
+    ]
+
+
+def test_link_reference_definitions_are_not_text() -> None:
+    doc = parse("# Links\n\nSee [the guide][g].\n\n[g]: https://example.com/guide\n")
+
+    assert [b.text for b in doc.sections[0].blocks] == ["See [the guide][g]."]
+
+
+def test_inline_markup_is_left_as_written_and_never_parsed() -> None:
+    # Inline rules are off: a megabyte of emphasis is one paragraph, read in one pass.
+    source = "a *b* _c_ " * 100_000
+
+    doc = parse(source)
+
+    assert [b.text for b in doc.sections[0].blocks] == [source.rstrip()]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        ">" * 50_000 + " x",
+        "- " * 100_000 + "x",
+        "1. " * 40_000 + "x",
+        "> - " * 30_000 + "x",
+        "".join(" " * (2 * level) + "- item\n" for level in range(2_000)),
+        "".join("\t" * level + "- item\n" for level in range(1_500)),
+    ],
+    ids=["quotes", "bullets", "numbers", "mixed", "indented", "tabs"],
+)
+def test_nesting_deeper_than_any_page_is_refused_not_parsed(source: str) -> None:
+    # The parser would overflow its stack on these (a SIGSEGV, uncatchable) at 10k+ levels.
+    with pytest.raises(UnsupportedDocument, match="nesting"):
+        parse(source)
+
+
+def test_a_list_nested_a_few_hundred_deep_still_parses() -> None:
+    source = "".join(" " * (2 * level) + "- item\n" for level in range(400))
+
+    assert [b.text for b in parse(source).sections[0].blocks] == [source.rstrip("\n")]
+
+
+def test_a_parser_failure_is_an_unsupported_document(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Broken:
+        def tree(self, source: str) -> None:
+            raise RuntimeError("boom")
+
+    monkeypatch.setattr(markdown, "_PARSER", Broken())
+
+    with pytest.raises(UnsupportedDocument, match="the Markdown parser failed: boom"):
+        parse("# Title\n\ntext\n")

@@ -123,6 +123,27 @@ def test_this_process_finishes_the_files_of_a_worker_that_died(root: Path) -> No
     assert _fields(there) == _fields(here)
 
 
+def test_many_small_tasks_come_back_in_order_and_survive_a_later_worker_death(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 3 files per task and 2 tasks ahead: 14 tasks over both workers; page-31 is in task 11.
+    monkeypatch.setattr("ragd.preparing._TASK_FILES", 3)
+    monkeypatch.setattr("ragd.preparing._AHEAD_TASKS", 2)
+    read = FileReader(str(root), 1000)
+    dying = DiesInWorker(read, fatal="page-31.md", parent=os.getpid())
+    here = list(prepare_in_order(_files(root), PIPELINE, read=read))
+
+    there = list(
+        prepare_in_order(
+            _files(root), PIPELINE, read=dying, worker=(dying, FakeEmbedder()), min_files=1
+        )
+    )
+
+    assert _fields(there) == _fields(here)
+    assert there[1].vectors is not None  # page-00 (after binary.md) came from a worker
+    assert there[-1].vectors is None  # the rest was prepared here
+
+
 class _CannotStart:
     """A process pool whose worker cannot be started (as when /tmp is not writable)."""
 

@@ -270,7 +270,7 @@ class Indexer:
         if progress is not None:
             progress(len(same_stat))
         if len(todo) >= self.worker_min_files:
-            import_in_background()  # the first write needs lancedb; the worker takes a while
+            import_in_background()  # the first write needs lancedb; workers take a while
         ready = prepare_in_order(
             [ToPrepare(e.key, self._known_hash(r, full=full), e.size) for e, r in todo],
             self.pipeline,
@@ -708,7 +708,7 @@ class Indexer:
             )
 
     def _vectors_for(self, batch: list[_Pending]) -> dict[str, np.ndarray]:
-        """A vector per embed key of the batch: cached, embedded by the worker, or now."""
+        """A vector per embed key of the batch: cached, embedded by a worker, or now."""
         texts: dict[str, str] = {}
         given: dict[str, np.ndarray] = {}
         total = 0

@@ -26,12 +26,13 @@ from ragd.identifiers import identifier_terms
 from ragd.parsers import UnsupportedDocument
 from ragd.pipeline import Pipeline, ProcessedDocument, content_hash
 
-# Below this many files a worker costs more to start (~0.3 s of imports) than it saves.
+# Below this many files workers cost more to start (~0.3 s of imports) than they save.
 WORKER_MIN_FILES = 500
 # A task is up to 64 files (its chunks are embedded in one model call, so a task must be
-# big enough to batch) or 1 MiB. The worker may run ahead by up to 48 tasks and 16 MiB
-# of files: past one write batch of the indexer (2,048 documents), so it keeps working
-# while this process writes, and no further, so prepared documents do not pile up.
+# big enough to batch) or 1 MiB. The workers may run ahead by up to 48 tasks and 16 MiB
+# of files (one file bigger than that is a task of its own): past one write batch of the
+# indexer (2,048 documents), so they keep working while this process writes, and no
+# further, so prepared documents do not pile up.
 _TASK_FILES = 64
 _TASK_BYTES = 1 << 20
 _AHEAD_TASKS = 48
@@ -57,7 +58,7 @@ Reader = Callable[[str], FileContent]
 
 # No slots: a slotted frozen dataclass unpickles through dataclasses' __setstate__,
 # which looks up its fields per object, 2.7x slower than a plain __dict__; every
-# prepared document and chunk crosses the pipe from the worker. eq=False: vectors
+# prepared document and chunk crosses the pipe from a worker. eq=False: vectors
 # are arrays, compare fields.
 @dataclass(frozen=True, eq=False)
 class Prepared:
@@ -91,7 +92,7 @@ def prepare(key: str, known_hash: str | None, pipeline: Pipeline, read: Reader) 
     return Prepared(content.size, content.mtime_ns, digest, processed, None)
 
 
-# The worker's pipeline and embedder, sent once when it starts (the model loads once).
+# Each worker's pipeline and embedder, sent once when it starts (its model loads once).
 _worker: tuple[Pipeline, Embedder] | None = None
 
 
@@ -172,7 +173,7 @@ def prepare_in_order(
                     ahead -= size
                     results = future.result()
                 except (BrokenProcessPool, OSError):
-                    # The worker could not start (no /tmp for forkserver's socket, process
+                    # A worker could not start (no /tmp for forkserver's socket, process
                     # limits) or died (killed, out of memory): finish here, in order.
                     pending.clear()
                     for rest in tasks[done:]:

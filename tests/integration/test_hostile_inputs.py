@@ -55,6 +55,8 @@ MAX_QUERY_CHARS = 2000  # search.max_query_chars default
 SPARSE_BYTES = 200 * 1024 * 1024
 LONG_LINE_BYTES = 10_000_000
 BRACKETS = 200_000
+NESTED_BULLETS = 100_000  # markdown-it.rs overflows its stack (SIGSEGV) at 10k-30k levels
+EMPHASIS_RUNS = 150_000  # ~1 MB of `*b* _c_`: minutes, with inline parsing on
 NESTED_DIVS = 100_000
 HEADINGS = 100_000
 
@@ -63,6 +65,7 @@ UTF16_WORD = "zebrawide"
 LINE_HEAD = "longlinehead"
 LINE_TAIL = "longlinetail"
 BRACKET_WORD = "quokkabracket"
+EMPHASIS_WORD = "numbatemphasis"
 NESTED_WORD = "deepnestword"
 HEADING_WORD = "headingmarker"
 NORMAL_WORD = "wallabyguide"
@@ -159,6 +162,8 @@ def _write_hostile_files(root: Path, outside: Path) -> None:
     (root / "one-line.md").write_text(line)  # no newline anywhere
 
     (root / "brackets.md").write_text(f"# {BRACKET_WORD}\n\n" + "[" * BRACKETS + "\n")
+    (root / "nesting.md").write_text("- " * NESTED_BULLETS + "deep\n")
+    (root / "emphasis.md").write_text(f"# {EMPHASIS_WORD}\n\n" + "a *b* _c_ " * EMPHASIS_RUNS)
     (root / "nested.html").write_text(
         "<html><body><h1>Nested</h1>"
         + "<div>" * NESTED_DIVS
@@ -233,14 +238,20 @@ def test_the_normal_pages_beside_hostile_files_are_indexed(hostile: HostileRun) 
     assert _paths(hits)[:1] == ["normal.md"]
     assert "body.md" in _paths(body_hits)
     # 3 fastapi pages, normal, utf16, empty, one-line, brackets, nested, headings
-    assert hostile.source["indexed"] == 10
-    assert hostile.report["documents"]["added"] == 10
+    assert hostile.source["indexed"] == 11
+    assert hostile.report["documents"]["added"] == 11
 
 
-def test_the_failed_documents_are_exactly_the_four_unusable_files(hostile: HostileRun) -> None:
-    assert set(hostile.failed) == {"binary.md", "bad-utf8.md", "sparse.md", "unreadable.md"}
-    assert hostile.report["documents"]["failed"] == 4
-    assert hostile.source["documents"] == 14
+def test_the_failed_documents_are_exactly_the_five_unusable_files(hostile: HostileRun) -> None:
+    assert set(hostile.failed) == {
+        "binary.md",
+        "bad-utf8.md",
+        "sparse.md",
+        "unreadable.md",
+        "nesting.md",
+    }
+    assert hostile.report["documents"]["failed"] == 5
+    assert hostile.source["documents"] == 16
 
 
 def test_a_binary_file_is_failed_as_binary(hostile: HostileRun) -> None:
@@ -290,6 +301,19 @@ def test_200000_open_brackets_are_indexed_as_text(hostile: HostileRun) -> None:
     assert _paths(hits)[:1] == ["brackets.md"]
     assert set(hits[0]["text"]) == {"["}
     assert "brackets.md" not in hostile.failed
+
+
+def test_markdown_nested_100000_deep_is_failed_with_a_reason_not_a_crash(
+    hostile: HostileRun,
+) -> None:
+    assert "nesting" in hostile.failed["nesting.md"]
+
+
+def test_a_megabyte_of_emphasis_is_indexed_as_text(hostile: HostileRun) -> None:
+    hits = hostile.query(EMPHASIS_WORD)
+
+    assert _paths(hits)[:1] == ["emphasis.md"]
+    assert "emphasis.md" not in hostile.failed
 
 
 def test_100000_nested_divs_are_indexed(hostile: HostileRun) -> None:

@@ -22,9 +22,22 @@ from ragd.parsers import (
     normalize_heading,
 )
 
-# markdown-it-py produced the same sections for every page of tldr and fastapi-docs in
-# about five times the time; parsing was a quarter of a full index.
-_PARSER = MarkdownIt("commonmark").enable("table")
+# CommonMark's block rules plus tables, and no inline rules: headings keep their raw
+# inline source anyway, and inline parsing is the slow, memory-hungry part (a 1 MB run of
+# emphasis took minutes). markdown-it-py produced the same sections for every page of
+# tldr and fastapi-docs in about three times the time.
+_PARSER = MarkdownIt("zero").enable_many(
+    ["blockquote", "code", "fence", "heading", "hr", "html_block", "lheading", "list", "paragraph"]
+)
+_PARSER.enable_many(["reference", "table"])
+# markdown-it.rs recurses once per nested list or quote and overflows the stack (SIGSEGV,
+# which no handler can catch) at 10,000-30,000 levels. Each level costs a line at least
+# one character of prefix (`>`, a list marker, or two columns of indentation), so a file
+# whose lines open with fewer than 1,000 such characters nests under 2,000 deep.
+MAX_NESTING_PREFIX = 1000
+_DEEP_NESTING = re.compile(
+    rf"^(?:[ \t>]|(?:[-*+]|\d{{1,9}}[.)])(?=[ \t]|$)){{{MAX_NESTING_PREFIX}}}", re.M
+)
 
 _CODE_NODES = frozenset({"fence", "code_block"})
 _HEADING_NODES = frozenset({"heading", "lheading"})
@@ -40,6 +53,11 @@ def parse_markdown(source: str, stem: str) -> ParsedDocument:
     body_start, front_title = _front_matter(lines)
     # Blank the front matter rather than cut it, so node positions index `lines`.
     text = "\n" * body_start + "\n".join(lines[body_start:])
+    if _DEEP_NESTING.search(text):
+        raise UnsupportedDocument(
+            f"a line opens with {MAX_NESTING_PREFIX}+ characters of quote, list or indent"
+            " nesting; no page nests that deep"
+        )
     try:
         root = _PARSER.tree(text)
     except BaseException as exc:  # a Rust panic arrives as pyo3's PanicException
