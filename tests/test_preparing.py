@@ -109,28 +109,18 @@ def test_a_worker_embeds_each_chunk_as_this_process_would(root: Path) -> None:
         np.testing.assert_allclose(prepared.vectors, embedder.embed(texts), atol=1e-6)
 
 
-def test_this_process_finishes_the_files_of_a_worker_that_died(root: Path) -> None:
-    read = FileReader(str(root), 1000)
-    dying = DiesInWorker(read, fatal="page-05.md", parent=os.getpid())
-    here = list(prepare_in_order(_files(root), PIPELINE, read=read))
-
-    there = list(
-        prepare_in_order(
-            _files(root), PIPELINE, read=dying, worker=(dying, FakeEmbedder()), min_files=1
-        )
-    )
-
-    assert _fields(there) == _fields(here)
-
-
-def test_many_small_tasks_come_back_in_order_and_survive_a_later_worker_death(
-    root: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("task_files", "ahead", "fatal"),
+    [(64, 48, "page-05.md"), (3, 2, "page-31.md")],
+    ids=["in-the-only-task", "in-task-11-of-14"],
+)
+def test_this_process_finishes_the_files_of_a_worker_that_died(
+    root: Path, monkeypatch: pytest.MonkeyPatch, task_files: int, ahead: int, fatal: str
 ) -> None:
-    # 3 files per task and 2 tasks ahead: 14 tasks over both workers; page-31 is in task 11.
-    monkeypatch.setattr("ragd.preparing._TASK_FILES", 3)
-    monkeypatch.setattr("ragd.preparing._AHEAD_TASKS", 2)
+    monkeypatch.setattr("ragd.preparing._TASK_FILES", task_files)
+    monkeypatch.setattr("ragd.preparing._AHEAD_TASKS", ahead)
     read = FileReader(str(root), 1000)
-    dying = DiesInWorker(read, fatal="page-31.md", parent=os.getpid())
+    dying = DiesInWorker(read, fatal=fatal, parent=os.getpid())
     here = list(prepare_in_order(_files(root), PIPELINE, read=read))
 
     there = list(
@@ -139,9 +129,10 @@ def test_many_small_tasks_come_back_in_order_and_survive_a_later_worker_death(
         )
     )
 
-    assert _fields(there) == _fields(here)
-    assert there[1].vectors is not None  # page-00 (after binary.md) came from a worker
-    assert there[-1].vectors is None  # the rest was prepared here
+    assert _fields(there) == _fields(here)  # in order, each file once
+    assert there[-1].vectors is None  # the files from the dead worker's task on: here
+    if task_files == 3:
+        assert there[1].vectors is not None  # page-00 (after binary.md) came from a worker
 
 
 class _CannotStart:
