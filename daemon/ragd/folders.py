@@ -101,7 +101,8 @@ class FolderSource:
         self._root_text = os.fspath(root)
         self.max_file_bytes = max_file_bytes
         self._reader = FileReader(self._root_text, max_file_bytes)
-        self._uri_prefix = (root.absolute() / "x").as_uri()[:-1]  # "file:///root/", even for "/"
+        # The root's file URL with one trailing slash, also when the root is "/".
+        self._uri_prefix = (root.absolute() / "x").as_uri()[:-1]
         self._includes = glob_matcher(include)
         self._excludes = glob_matcher(exclude)
 
