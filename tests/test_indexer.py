@@ -284,6 +284,26 @@ def test_a_failed_file_is_not_retried_until_it_changes(harness: Harness) -> None
     assert CountingFolder.reads == 0
 
 
+def test_a_pending_document_is_read_again_though_its_stat_is_unchanged(
+    harness: Harness,
+) -> None:
+    (harness.root / "guide.md").write_text(DOC)
+    harness.run()
+    stores = WriterStores(harness.data)
+    try:
+        stores.manifest.mark_for_redo(["docs:guide.md"])
+    finally:
+        stores.close()
+    CountingFolder.reads = 0
+
+    report = harness.run()
+
+    assert CountingFolder.reads == 1
+    assert _docs(report)["changed"] == 1
+    assert _chunks(report)["embedded"] == 0  # same chunk texts: their vectors are re-used
+    assert _docs(harness.run())["unchanged"] == 1
+
+
 def test_a_document_that_turns_binary_loses_its_chunks(harness: Harness) -> None:
     path = harness.root / "guide.md"
     path.write_text(DOC)

@@ -14,6 +14,7 @@ import re
 import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 from urllib.parse import quote
@@ -168,7 +169,8 @@ class FolderSource:
             base = f"{rel}/" if rel else ""
             for entry in entries:  # the per-file cost here is most of a no-op re-index
                 self._visit(entry, base + entry.name, stack, listing)
-        listing.files.sort()
+        # By key alone: comparing whole tuples made this sort a tenth of a no-op pass.
+        listing.files.sort(key=itemgetter(0))
         return listing
 
     def _visit(
@@ -181,7 +183,7 @@ class FolderSource:
                 if not self.excludes_dir(key):
                     stack.append((Path(entry.path), key))
             elif entry.is_file(follow_symlinks=False):
-                if not is_utf8_name(key):
+                if not (key.isascii() or is_utf8_name(key)):
                     listing.skipped_names.append(os.fsencode(key).decode("utf-8", "replace"))
                 elif self._includes(key) and not self._excludes(key):
                     st = entry.stat(follow_symlinks=False)

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
+from operator import itemgetter
 
 import numpy as np
 
@@ -27,7 +28,14 @@ from ragd.errors import RagdError, SourceError
 from ragd.faults import fault_point
 from ragd.folders import FileStat, FolderSource, Listing
 from ragd.keywords import KeywordRow
-from ragd.manifest import ChunkRecord, DocumentRecord, DocumentWrite, FileState, utc_now
+from ragd.manifest import (
+    SETTLED,
+    ChunkRecord,
+    DocumentRecord,
+    DocumentWrite,
+    FileState,
+    utc_now,
+)
 from ragd.parsers import UnsupportedDocument
 from ragd.pipeline import Pipeline, ProcessedDocument, chunk_id, content_hash, embed_key
 from ragd.preparing import WORKER_MIN_FILES, Prepared, ToPrepare, prepare, prepare_in_order
@@ -60,7 +68,6 @@ _PROGRESS_EVERY = 100  # files between progress calls: per file, they cost 5% of
 # three SQLite commits), and 2,048-document writes took the full tldr index from 27.5 to
 # 16.6 CPU-seconds in this process.
 _MAX_BATCH_DOCUMENTS = 2048
-_SETTLED = ("indexed", "failed")  # a document in one of these states waits for a change
 
 _SUFFIX_FOR_TYPE = {"text/markdown": ".md", "text/html": ".html", "text/plain": ".txt"}
 
@@ -203,7 +210,7 @@ class Indexer:
                 f"{source.name}:{name}: file name is not valid UTF-8"
                 for name in listing.skipped_names
             )
-            known = self.manifest.file_states(source.name)
+            known = self.manifest.file_states(source.name, self.pipeline.fingerprint)
             if not full and self._vanished(source, listing):
                 done += len(listing.files)
                 continue
@@ -240,32 +247,25 @@ class Indexer:
     ) -> list[FileStat]:
         """Visit each listed file; return the files passed over because their stat matched.
 
-        Comparing stats against plain tuples, and loading a document's record only when
-        it may have changed, is what keeps a no-op pass close to the cost of the walk.
-        A listing names each key once, so a passed-over file needs no `_seen` entry.
-        The files that may have changed are then prepared in order, by worker processes
-        when there are many, and visited here.
+        A listed stat equal to its known state is unchanged: one tuple comparison per
+        file, and a record loaded only for a file that may have changed, is what keeps a
+        no-op pass close to the cost of the walk. A listing names each key once, so a
+        passed-over file needs no `_seen` entry. The files that may have changed are then
+        prepared in order, by worker processes when there are many, and visited here.
         """
-        fingerprint = self.pipeline.fingerprint
         same_stat: list[FileStat] = []
         todo: list[tuple[FileStat, DocumentRecord | None]] = []
+        state_of = known.get
         for entry in listing.files:
             if self._stopping():
                 return same_stat
-            key, size, mtime_ns = entry
-            state = known.get(key)
+            state = state_of(entry.key)
             if state is None:
                 todo.append((entry, None))
-            elif (
-                not full
-                and state[0] == size
-                and state[1] == mtime_ns
-                and state[2] in _SETTLED  # state is (size, mtime_ns, status, fingerprint)
-                and state[3] == fingerprint
-            ):
+            elif state == entry and not full:
                 same_stat.append(entry)
             else:
-                todo.append((entry, self.manifest.document(f"{source.name}:{key}")))
+                todo.append((entry, self.manifest.document(f"{source.name}:{entry.key}")))
         self._report.unchanged += len(same_stat)
         if progress is not None:
             progress(len(same_stat))
@@ -465,9 +465,9 @@ class Indexer:
     ) -> None:
         if self._report.interrupted:
             return  # an interrupted pass has not seen everything it would delete
-        listed = {f.key for f in listing.files}
-        for key in known:
-            if key not in listed and listing.covers(key):
+        unlisted = set(known).difference(map(itemgetter(0), listing.files))
+        for key in sorted(unlisted):
+            if listing.covers(key):
                 record = self.manifest.document(f"{source.name}:{key}")
                 if record is not None:
                     self._delete(record)
@@ -485,7 +485,7 @@ class Indexer:
             return
         started = time.monotonic()
         fingerprint = self.pipeline.fingerprint
-        settled = record is not None and record.status in _SETTLED
+        settled = record is not None and record.status in SETTLED
         same_recipe = record is not None and record.fingerprint == fingerprint
         if (
             settled
@@ -547,7 +547,7 @@ class Indexer:
 
     def _known_hash(self, record: DocumentRecord | None, *, full: bool) -> str | None:
         """The hash that makes parsing a file unnecessary: its settled, same-recipe content."""
-        if full or record is None or record.status not in _SETTLED:
+        if full or record is None or record.status not in SETTLED:
             return None
         return record.content_hash if record.fingerprint == self.pipeline.fingerprint else None
 

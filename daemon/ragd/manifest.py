@@ -142,8 +142,12 @@ _SELECT_DOCUMENTS = (
     "ON s.key = 'checked:' || d.source AND s.value >= d.first_seen_at"
 )
 
-# What a pass needs to tell an unchanged file from a changed one, and no more.
-FileState = tuple[int | None, int | None, str, str | None]  # size, mtime_ns, status, fingerprint
+SETTLED = ("indexed", "failed")  # a document in one of these states waits for a change
+_SETTLED_SQL = f"status IN ({', '.join(repr(status) for status in SETTLED)})"
+
+# What a pass needs to tell an unchanged file from a changed one, and no more: (key, size,
+# mtime_ns), with size and mtime None unless the document is settled under the pipeline.
+FileState = tuple[str, int | None, int | None]
 
 
 class Manifest:
@@ -246,17 +250,21 @@ class Manifest:
         row = self._conn.execute(_SELECT_DOCUMENTS + " WHERE d.doc_id = ?", (doc_id,)).fetchone()
         return None if row is None else DocumentRecord(*row)
 
-    def file_states(self, source: str) -> dict[str, FileState]:
-        """Per key of a source: what a pass compares to tell an unchanged file (no records).
+    def file_states(self, source: str, fingerprint: str) -> dict[str, FileState]:
+        """Per key of a source: (key, size, mtime_ns) as last indexed, or (key, None, None)
+        when the document is not settled (indexed or failed) under `fingerprint`.
 
-        A table scan, not the (source, key) index: it reads every row anyway, in page order.
+        A listed file whose FileStat equals its state is unchanged: one comparison per
+        file, no records. A table scan, not the (source, key) index: it reads every row
+        anyway, in page order.
         """
         rows = self._conn.execute(
-            "SELECT key, size, mtime_ns, status, fingerprint FROM documents NOT INDEXED "
-            "WHERE source = ?",
-            (source,),
+            f"SELECT key, CASE WHEN {_SETTLED_SQL} AND fingerprint = ?1 THEN size END, "
+            f"CASE WHEN {_SETTLED_SQL} AND fingerprint = ?1 THEN mtime_ns END "
+            "FROM documents NOT INDEXED WHERE source = ?2",
+            (fingerprint, source),
         )
-        return {row[0]: row[1:] for row in rows}
+        return {row[0]: row for row in rows}
 
     def indexed_count(self, source: str) -> int:
         """How many documents of a source are indexed."""
