@@ -351,6 +351,26 @@ def test_a_crash_before_the_manifest_commit_is_repaired_on_the_next_run(
     assert harness.agree()
 
 
+def test_stores_that_lost_their_manifest_are_reconciled_not_appended_to(
+    harness: Harness,
+) -> None:
+    (harness.root / "guide.md").write_text(DOC)
+    harness.run()
+    for path in harness.data.root.glob("state.db*"):
+        path.unlink()
+
+    report = harness.run()
+
+    assert report["reconciled"] is True
+    stores = WriterStores(harness.data)
+    try:
+        assert stores.vectors(harness.embedder.dim).count() == 3
+        assert len(stores.keywords().chunk_ids()) == 3
+    finally:
+        stores.close()
+    assert harness.agree()
+
+
 def test_a_second_writer_on_the_same_data_dir_is_refused(tmp_path: Path) -> None:
     first = WriterLock(tmp_path / "writer.lock")
     first.acquire()

@@ -51,6 +51,18 @@ def test_search_matches_any_query_term(store: KeywordStore) -> None:
     assert {c for c, _ in store.search("beta gamma", 10)} == {"d#0", "d#1"}
 
 
+def test_a_new_document_written_beside_a_replaced_one_leaves_only_current_chunks(
+    store: KeywordStore,
+) -> None:
+    store.replace_documents(["docs:a.md"], make_rows("docs:a.md", ["one", "two"]))
+    a_new = make_rows("docs:a.md", ["uno"], prefix="v2-")
+    b = make_rows("docs:b.md", ["four", "five"])
+
+    store.replace_documents(["docs:a.md", "docs:b.md"], a_new + b, new=["docs:b.md"])
+
+    assert store.chunk_ids() == ids(a_new) | ids(b)
+
+
 def test_replace_documents_removes_old_chunks_and_keeps_other_documents(
     store: KeywordStore,
 ) -> None:

@@ -209,9 +209,11 @@ class TrippingManifest(Manifest):
 class TrippingVectors(VectorStore):
     wire: Tripwire
 
-    def replace_documents(self, doc_ids: Collection[str], rows: Sequence[VectorRow]) -> None:
+    def replace_documents(
+        self, doc_ids: Collection[str], rows: Sequence[VectorRow], *, new: Collection[str] = ()
+    ) -> None:
         self.wire.step("lancedb.replace_documents")
-        super().replace_documents(doc_ids, rows)
+        super().replace_documents(doc_ids, rows, new=new)
 
     def delete_chunks(self, chunk_ids: Collection[str]) -> None:
         self.wire.step("lancedb.delete_chunks")
@@ -225,9 +227,11 @@ class TrippingVectors(VectorStore):
 class TrippingKeywords(KeywordStore):
     wire: Tripwire
 
-    def replace_documents(self, doc_ids: Collection[str], rows: Sequence[KeywordRow]) -> None:
+    def replace_documents(
+        self, doc_ids: Collection[str], rows: Sequence[KeywordRow], *, new: Collection[str] = ()
+    ) -> None:
         self.wire.step("tantivy.replace_documents")
-        super().replace_documents(doc_ids, rows)
+        super().replace_documents(doc_ids, rows, new=new)
 
     def delete_chunks(self, chunk_ids: Collection[str]) -> None:
         self.wire.step("tantivy.delete_chunks")

@@ -84,6 +84,34 @@ def test_replace_documents_is_one_commit(store: VectorStore, rng: np.random.Gene
     assert store.version_count() == before + 1
 
 
+def test_new_documents_are_appended_and_later_replaced_like_any_other(
+    store: VectorStore, rng: np.random.Generator
+) -> None:
+    store.replace_documents(["docs:b.md"], make_rows("docs:b.md", 2, rng))
+    a_old = make_rows("docs:a.md", 3, rng)
+    store.replace_documents(["docs:a.md"], a_old, new=["docs:a.md"])
+    assert store.count() == 5
+    a_new = make_rows("docs:a.md", 2, rng, prefix="v2-")
+
+    store.replace_documents(["docs:a.md"], a_new)
+
+    assert store.count() == 4
+    assert store.chunk_ids() == ids(a_new) | {"docs:b.md#0", "docs:b.md#1"}
+
+
+def test_a_batch_with_one_known_document_is_upserted_not_appended(
+    store: VectorStore, rng: np.random.Generator
+) -> None:
+    a = make_rows("docs:a.md", 2, rng)
+    store.replace_documents(["docs:a.md"], a)
+
+    store.replace_documents(
+        ["docs:a.md", "docs:b.md"], a + make_rows("docs:b.md", 1, rng), new=["docs:b.md"]
+    )
+
+    assert store.count() == 3
+
+
 def test_replaying_the_same_replace_is_idempotent(
     store: VectorStore, rng: np.random.Generator
 ) -> None:

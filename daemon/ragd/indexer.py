@@ -140,6 +140,10 @@ class _Pending:
     write: DocumentWrite
     embed_texts: tuple[str, ...]
     touches_stores: bool
+    # The manifest had no row for it, so the stores hold nothing of it: every store write
+    # is preceded by the manifest row that names it (mark_pending), and a data_dir whose
+    # manifest went missing is reconciled before its first pass (WriterStores).
+    new: bool
     old_chunk_ids: frozenset[str]
     started: float
     vectors: Matrix | None = None  # one row per chunk, when a worker already embedded them
@@ -641,6 +645,7 @@ class Indexer:
                 write,
                 embed_texts,
                 bool(write.chunks) or had_chunks or unsettled,
+                record is None,
                 old_ids,
                 time.monotonic() if started is None else started,
                 vectors,
@@ -675,9 +680,12 @@ class Indexer:
             )
             fault_point("after_intent")
             doc_ids = [p.write.doc_id for p in touching]
+            new = [p.write.doc_id for p in touching if p.new]
             rows = [c for p in touching for c in p.write.chunks]
             self.stores.vectors(self.embedder.dim).replace_documents(
-                doc_ids, [VectorRow(c.chunk_id, c.doc_id, vectors[c.embed_key]) for c in rows]
+                doc_ids,
+                [VectorRow(c.chunk_id, c.doc_id, vectors[c.embed_key]) for c in rows],
+                new=new,
             )
             fault_point("after_lancedb")
             self.stores.keywords().replace_documents(
@@ -689,6 +697,7 @@ class Indexer:
                     for p in touching
                     for n, (c, text) in enumerate(zip(p.write.chunks, p.embed_texts, strict=True))
                 ],
+                new=new,
             )
             fault_point("after_tantivy")
         fault_point("before_commit")

@@ -163,12 +163,16 @@ class KeywordStore:
             raise StoreError(f"the Tantivy index at {self._directory} was {state}")
         return self._writer
 
-    def replace_documents(self, doc_ids: Collection[str], rows: Sequence[KeywordRow]) -> None:
+    def replace_documents(
+        self, doc_ids: Collection[str], rows: Sequence[KeywordRow], *, new: Collection[str] = ()
+    ) -> None:
         """Make `rows` the complete set of chunks of `doc_ids`, in one Tantivy commit.
 
         Deletes by doc_id and by each row's chunk_id (so a replay cannot duplicate a chunk),
         adds the rows, commits and reloads the searcher. Every row's doc_id must be in
         `doc_ids` (ValueError otherwise, before writing); StoreError if Tantivy fails.
+        `new` names documents the index has never held: nothing of theirs is deleted
+        (each delete term is looked up in every segment at commit).
         """
         docs = set(doc_ids)
         seen: set[str] = set()
@@ -184,10 +188,12 @@ class KeywordStore:
             return
         with self._write_lock:
             writer = self._require_writer()
+            fresh = set(new)
             # Deletes apply to documents added before them, so the adds below survive.
             self._commit(
                 writer,
-                [("doc_id", d) for d in docs] + [("chunk_id", c) for c in seen],
+                [("doc_id", d) for d in docs - fresh]
+                + [("chunk_id", r.chunk_id) for r in rows if r.doc_id not in fresh],
                 rows,
             )
 

@@ -88,7 +88,15 @@ class WriterStores:
 
     def __init__(self, data_dir: DataDir) -> None:
         self.paths = data_dir
+        orphaned = not data_dir.manifest.exists() and (
+            data_dir.lancedb.exists() or data_dir.tantivy.exists()
+        )
         self.manifest = Manifest.open(data_dir.manifest)
+        if orphaned:
+            # Stores without the manifest that lists them: the first pass reconciles them
+            # (drops what nothing lists) before it writes, since writes of documents the
+            # manifest never listed are appends.
+            self.manifest.set_meta("writer_clean", "0")
         self._vectors: VectorStore | None = None
         self._keywords: KeywordStore | None = None
 
