@@ -83,6 +83,46 @@ def test_a_file_over_the_size_limit_is_refused_with_its_size(tmp_path: Path) -> 
         _source(tmp_path, max_file_bytes=4096).read("big.md")
 
 
+@pytest.mark.parametrize("size", [0, 1, 4095, 300_000])
+def test_a_file_is_read_whole_with_the_stat_of_what_was_read(tmp_path: Path, size: int) -> None:
+    data = os.urandom(size)
+    (tmp_path / "a.md").write_bytes(data)
+
+    content = _source(tmp_path).read("a.md")
+
+    assert content.data == data and content.size == size
+
+
+def _stat_claiming(size: int) -> object:
+    real = os.fstat
+
+    def fstat(fd: int) -> os.stat_result:
+        st = real(fd)
+        return os.stat_result((*st[:6], size, *st[7:]))
+
+    return fstat
+
+
+def test_a_file_that_grew_after_its_stat_is_read_to_its_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = os.urandom(200_000)
+    (tmp_path / "a.md").write_bytes(data)
+    monkeypatch.setattr(os, "fstat", _stat_claiming(10))
+
+    assert _source(tmp_path).read("a.md").data == data
+
+
+def test_a_file_that_grew_past_the_limit_after_its_stat_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a.md").write_bytes(b"x" * 5000)
+    monkeypatch.setattr(os, "fstat", _stat_claiming(10))
+
+    with pytest.raises(DocumentError, match="grew past the limit of 4096"):
+        _source(tmp_path, max_file_bytes=4096).read("a.md")
+
+
 def test_a_vanished_file_is_a_document_error(tmp_path: Path) -> None:
     with pytest.raises(DocumentError, match="vanished"):
         _source(tmp_path).read("gone.md")

@@ -314,31 +314,45 @@ class Manifest:
             )
 
     def commit(self, writes: Sequence[DocumentWrite]) -> None:
-        """Make the stores' new state official: replace chunk rows and settle each document."""
+        """Make the stores' new state official: replace chunk rows and settle each document.
+
+        Each document at most once per call (ValueError otherwise). One statement per kind
+        of row for the whole batch, not four per document: a full tldr index spent 1.9 s
+        here, 0.6 s of it in Python's per-statement overhead.
+        """
+        doc_ids = [(w.doc_id,) for w in writes]
+        if len(set(doc_ids)) != len(doc_ids):
+            raise ValueError("a document can be committed once per call")
         now = utc_now()
+        kept = [w for w in writes if w.status != "deleted"]
         with self._transaction() as conn:
-            for w in writes:
-                conn.execute("DELETE FROM chunks WHERE doc_id = ?", (w.doc_id,))
-                if w.entry_version is not None:
-                    conn.execute(
-                        "INSERT INTO entry_versions (doc_id, version) VALUES (?, ?) "
-                        "ON CONFLICT (doc_id) DO UPDATE SET version = excluded.version",
-                        (w.doc_id, w.entry_version),
-                    )
-                if w.status == "deleted":
-                    conn.execute("DELETE FROM documents WHERE doc_id = ?", (w.doc_id,))
-                    continue
-                conn.execute(
-                    "INSERT INTO documents (doc_id, source, key, uri, status, first_seen_at) "
-                    "VALUES (?, ?, ?, ?, 'pending', ?) ON CONFLICT (doc_id) DO NOTHING",
-                    (w.doc_id, w.source, w.key, w.uri, now),
-                )
-                conn.execute(
-                    "UPDATE documents SET uri = ?, title = ?, size = ?, mtime_ns = ?, "
-                    "content_hash = ?, fingerprint = ?, status = ?, error = ?, "
-                    "indexed_at = CASE WHEN ? = 'indexed' THEN ? ELSE indexed_at END, "
-                    "checked_at = ? WHERE doc_id = ?",
+            conn.executemany("DELETE FROM chunks WHERE doc_id = ?", doc_ids)
+            conn.executemany(
+                "INSERT INTO entry_versions (doc_id, version) VALUES (?, ?) "
+                "ON CONFLICT (doc_id) DO UPDATE SET version = excluded.version",
+                [(w.doc_id, w.entry_version) for w in writes if w.entry_version is not None],
+            )
+            conn.executemany(
+                "DELETE FROM documents WHERE doc_id = ?",
+                [(w.doc_id,) for w in writes if w.status == "deleted"],
+            )
+            # first_seen_at is set once, by whichever write creates the row.
+            conn.executemany(
+                "INSERT INTO documents (doc_id, source, key, uri, title, size, mtime_ns, "
+                "content_hash, fingerprint, status, error, first_seen_at, indexed_at, "
+                "checked_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
+                "CASE WHEN ?10 = 'indexed' THEN ?12 END, ?12) "
+                "ON CONFLICT (doc_id) DO UPDATE SET uri = excluded.uri, title = excluded.title, "
+                "size = excluded.size, mtime_ns = excluded.mtime_ns, "
+                "content_hash = excluded.content_hash, fingerprint = excluded.fingerprint, "
+                "status = excluded.status, error = excluded.error, "
+                "indexed_at = COALESCE(excluded.indexed_at, indexed_at), "
+                "checked_at = excluded.checked_at",
+                [
                     (
+                        w.doc_id,
+                        w.source,
+                        w.key,
                         w.uri,
                         w.title,
                         w.size,
@@ -347,27 +361,27 @@ class Manifest:
                         w.fingerprint,
                         w.status,
                         w.error,
-                        w.status,
                         now,
-                        now,
-                        w.doc_id,
-                    ),
-                )
-                conn.executemany(
-                    "INSERT INTO chunks (chunk_id, doc_id, ordinal, heading_path, text, embed_key) "
-                    "VALUES (?, ?, ?, ?, ?, ?)",
-                    [
-                        (
-                            c.chunk_id,
-                            c.doc_id,
-                            c.ordinal,
-                            json.dumps(list(c.heading_path)),
-                            c.text,
-                            c.embed_key,
-                        )
-                        for c in w.chunks
-                    ],
-                )
+                    )
+                    for w in kept
+                ],
+            )
+            conn.executemany(
+                "INSERT INTO chunks (chunk_id, doc_id, ordinal, heading_path, text, embed_key) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        c.chunk_id,
+                        c.doc_id,
+                        c.ordinal,
+                        json.dumps(list(c.heading_path)),
+                        c.text,
+                        c.embed_key,
+                    )
+                    for w in kept
+                    for c in w.chunks
+                ],
+            )
 
     def confirm_unchanged(self, updates: Sequence[tuple[str, int, int]]) -> None:
         """Record that documents were checked and found unchanged: (doc_id, size, mtime_ns)."""
