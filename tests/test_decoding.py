@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import codecs
+from pathlib import PurePosixPath
 
 import pytest
 
 from ragd.errors import DocumentError
-from ragd.parsers import SUPPORTED_SUFFIXES, UnsupportedDocument, parse_document
+from ragd.parsers import SUPPORTED_SUFFIXES, UnsupportedDocument, file_suffix, parse_document
 from ragd.parsers.decoding import decode_document
 
 TEXT = "Café — naïve résumé, 東京\n"
@@ -104,3 +105,14 @@ def test_unsupported_document_is_a_document_error() -> None:
     error = UnsupportedDocument("binary file (NUL byte at offset 0)")
     assert isinstance(error, DocumentError)
     assert str(error) == error.reason == "binary file (NUL byte at offset 0)"
+
+
+@pytest.mark.parametrize(
+    "filename",
+    ["a.md", "dir/a.MD", ".md", "a.", "a.b.md", "a", "dir.x/readme", "x/.hidden.md",
+     "C:\\docs\\a.Html", "a/b/", "..md", "a..", "...", "/", "", "dir/"],
+)  # fmt: skip
+def test_a_file_suffix_is_the_one_pathlib_names(filename: str) -> None:
+    path = PurePosixPath(filename.replace("\\", "/"))
+
+    assert file_suffix(filename) == (path.name, PurePosixPath(path.name).suffix.lower())

@@ -29,14 +29,14 @@ from ragd.pipeline import Pipeline, ProcessedDocument, content_hash
 # Below this many files workers cost more to start (~0.3 s of imports) than they save.
 WORKER_MIN_FILES = 500
 # A task is up to 64 files (its chunks are embedded in one model call, so a task must be
-# big enough to batch) or 1 MiB. The workers may run ahead by up to 48 tasks and 16 MiB
+# big enough to batch) or 1 MiB. The workers may run ahead by up to 160 tasks and 32 MiB
 # of files (one file bigger than that is a task of its own): past one write batch of the
-# indexer (2,048 documents), so they keep working while this process writes, and no
+# indexer (8,192 documents), so they keep working while this process writes, and no
 # further, so prepared documents do not pile up.
 _TASK_FILES = 64
 _TASK_BYTES = 1 << 20
-_AHEAD_TASKS = 48
-_AHEAD_BYTES = 16 << 20
+_AHEAD_TASKS = 160
+_AHEAD_BYTES = 32 << 20
 # Two workers, or one on a single core. With one, on the 2-core reference machine, each
 # process waited for the other about half the time (the worker tokenizing, this process
 # writing): a full tldr index 23.8 s with 12 CPU-s idle; with two, 19.5-20.3 s and 3-4 s

@@ -9,7 +9,6 @@ this package imports nothing from ragd except `ragd.errors`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 
 from ragd.errors import DocumentError
 
@@ -127,13 +126,22 @@ class SectionBuilder:
             self._blocks = []
 
 
+def file_suffix(filename: str) -> tuple[str, str]:
+    """A path's last component and its lowercased suffix, as PurePosixPath names them.
+
+    String operations: two PurePosixPath per document were a seventh of parsing tldr.
+    """
+    name = filename.replace("\\", "/").rstrip("/").rpartition("/")[2]
+    dot = name.rfind(".")
+    return name, name[dot:].lower() if 0 < dot < len(name) - 1 else ""
+
+
 def parse_document(data: bytes, filename: str) -> ParsedDocument:
     """Decode bytes and parse them by the file's suffix; raise UnsupportedDocument with a reason."""
     # Imported here because the format modules import the types defined above.
     from ragd.parsers import decoding, html, markdown, text
 
-    name = PurePosixPath(filename.replace("\\", "/")).name
-    suffix = PurePosixPath(name).suffix.lower()
+    name, suffix = file_suffix(filename)
     if suffix not in SUPPORTED_SUFFIXES:
         if not suffix:
             raise UnsupportedDocument("unsupported file type (no suffix)")
