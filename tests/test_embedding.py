@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
+import tarfile
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 
-from ragd.embedding import Model2VecEmbedder, _weights_dim
-from tests.conftest import MODEL_DIR
+from ragd.chunking import ChunkSettings, chunk_document
+from ragd.embedding import _PLAIN, MeanEncoder, Model2VecEmbedder, _weights_dim
+from ragd.parsers import UnsupportedDocument, parse_document
+from tests.conftest import FASTAPI_DOCS, MODEL_DIR, SHARED
 
 TEXTS = [
     "FastAPI — Tutorial / Path Parameters: declare path parameters with Python format strings",
     "tar — Archiving utility: create an archive and compress it with gzip",
     "",
     "status_code HTTPException OAuth2PasswordBearer",
+    # Texts that must not take the plain-text shortcut: accents, a final sigma, CJK,
+    # a vertical tab and a NUL (deleted by BERT's normalizer), a no-break space.
+    "Résumé of the CAFÉ — naïve ΟΔΟΣ 東京 tokens",
+    "tab\there\x0bvertical\x00nul and\xa0no-break",
 ]
 
 
@@ -44,4 +52,42 @@ def test_vectors_are_model2vecs_within_float16_rounding() -> None:
     assert vectors.dtype == np.float32
     assert vectors.shape == (len(TEXTS), 256)
     assert np.abs(vectors - expected).max() < 2e-3
-    assert np.allclose(np.linalg.norm(vectors[[0, 1, 3]], axis=1), 1.0, atol=1e-5)
+    assert np.allclose(np.linalg.norm(vectors[[0, 1, 3, 4, 5]], axis=1), 1.0, atol=1e-5)
+
+
+def _corpus_chunk_texts() -> list[str]:
+    """Every fastapi-docs chunk and those of every fourth tldr page, as ragd embeds them."""
+    settings = ChunkSettings(900, 120)
+    documents = [(p.read_bytes(), p.name) for p in sorted(FASTAPI_DOCS.rglob("*.md"))]
+    with tarfile.open(SHARED / "corpora" / "tldr-pages.tar.gz") as archive:
+        pages = [m for m in archive.getmembers() if m.isfile() and m.name.endswith(".md")]
+        for member in pages[::4]:
+            handle = archive.extractfile(member)
+            assert handle is not None
+            documents.append((handle.read(), member.name))
+    texts = []
+    for data, name in documents:
+        try:
+            texts += [c.embed_text for c in chunk_document(parse_document(data, name), settings)]
+        except UnsupportedDocument:
+            continue
+    return texts
+
+
+def test_the_plain_text_shortcut_gives_the_token_ids_model2vec_gives() -> None:
+    embedder = Model2VecEmbedder(str(MODEL_DIR), is_local=True)
+    embedder.embed([])  # loads the model
+    static, encoder = embedder._static, embedder._encoder
+    assert encoder is not None
+    texts = _corpus_chunk_texts()
+    cut = static.max_length * static.median_token_length
+
+    for start in range(0, len(texts), 1024):
+        batch = texts[start : start + 1024]
+        assert encoder._token_ids(batch) == static.tokenize([t[:cut] for t in batch])
+    plain = sum(_PLAIN.fullmatch(t) is not None for t in texts)
+    assert 0.3 < plain / len(texts) < 0.95  # both paths are exercised
+
+
+def test_a_model_the_shortcut_does_not_know_is_encoded_by_model2vec() -> None:
+    assert MeanEncoder.fits(SimpleNamespace(tokenizer=None)) is False

@@ -8,8 +8,11 @@ embedder; tests register a deterministic fake through the same seam.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
+import re
+from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -22,6 +25,10 @@ from ragd.errors import ModelLoadError
 Matrix = npt.NDArray[np.float32]
 
 _MAX_HEADER_BYTES = 100 << 20  # safetensors' own limit on its JSON header
+# Text BERT's lowercasing normalizer only lowercases: printable ASCII, tab, newline and
+# return (which it turns into spaces, splitting words the same way), and the dash of
+# ragd's chunk labels ("title — heading"), which it leaves as it is.
+_PLAIN = re.compile("[\t\n\r\x20-\x7e\u2014]*")
 
 
 class Embedder(Protocol):
@@ -76,12 +83,13 @@ class Model2VecEmbedder:
         self._identity: str | None = None
         self._dim: int | None = None
         self._static: Any = None
+        self._encoder: MeanEncoder | None = None
         self.calls = 0
         self.texts_embedded = 0
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickled for a worker process without the loaded model; it loads its own."""
-        return self.__dict__ | {"_static": None}
+        return self.__dict__ | {"_static": None, "_encoder": None}
 
     @property
     def identity(self) -> str:
@@ -107,6 +115,8 @@ class Model2VecEmbedder:
         self.texts_embedded += len(texts)
         if not texts:
             return np.zeros((0, int(static.dim)), dtype=np.float32)
+        if self._encoder is not None:
+            return normalise(self._encoder.encode(texts, self.batch_size))
         # model2vec's threaded path flips TOKENIZERS_PARALLELISM off for good; stay single path.
         vectors = static.encode(list(texts), batch_size=self.batch_size, use_multiprocessing=False)
         return normalise(np.asarray(vectors, dtype=np.float32))
@@ -134,8 +144,96 @@ class Model2VecEmbedder:
             # numpy averages float16 rows slowly (a cast per reduction): widening the table
             # once makes encoding ~1.6x faster; each vector moves by at most float16 rounding.
             static.embedding = static.embedding.astype(np.float32)
+        self._encoder = MeanEncoder(static) if MeanEncoder.fits(static) else None
         self._static = static
         return static
+
+
+_STATIC_ATTRIBUTES = (
+    "embedding",
+    "max_length",
+    "median_token_length",
+    "token_mapping",
+    "unk_token_id",
+    "weights",
+)
+
+
+class MeanEncoder:
+    """model2vec's `encode` (truncate, tokenize, drop unknown tokens, average the token
+    rows) for a lowercasing BERT tokenizer, with a shortcut for plain ASCII texts.
+
+    BERT's normalizer (clean, NFD, strip accents, lowercase, tracking offsets per
+    character) is ~40% of tokenizing. On plain text (ASCII without control characters,
+    and the labels' dash) it only lowercases, so such texts are lowercased here and
+    tokenized without it: the same token ids, as tests/test_embedding.py checks on every
+    tldr and fastapi-docs chunk. Other texts (accents, other scripts) take the normalizer.
+    """
+
+    def __init__(self, static: Any) -> None:
+        self._table: Matrix = static.embedding
+        self._unknown: int | None = static.unk_token_id
+        limit: int | None = static.max_length
+        self._cut = None if limit is None else limit * int(static.median_token_length)
+        self._full = copy.deepcopy(static.tokenizer)
+        self._plain = copy.deepcopy(static.tokenizer)
+        self._plain.normalizer = None
+        for tokenizer in (self._full, self._plain):
+            if limit is None:
+                tokenizer.no_truncation()
+            else:
+                tokenizer.enable_truncation(limit)
+
+    @staticmethod
+    def fits(static: Any) -> bool:
+        """True for a plain lookup-and-average model with a lowercasing BERT tokenizer."""
+        # getattr: these are model2vec's and tokenizers' attributes, not a promised API;
+        # if they change, the model's own encode is used.
+        tokenizer = getattr(static, "tokenizer", None)
+        normalizer = getattr(tokenizer, "normalizer", None)
+        return (
+            all(hasattr(static, name) for name in _STATIC_ATTRIBUTES)
+            and static.token_mapping is None
+            and static.weights is None
+            and type(normalizer).__name__ == "BertNormalizer"
+            and getattr(normalizer, "lowercase", False) is True
+            and type(getattr(tokenizer, "pre_tokenizer", None)).__name__ == "BertPreTokenizer"
+        )
+
+    def encode(self, texts: Sequence[str], batch_size: int) -> Matrix:
+        """Mean token vectors, one row per text (zeros for a text with no known token)."""
+        out = np.zeros((len(texts), self._table.shape[1]), dtype=np.float32)
+        for start in range(0, len(texts), batch_size):
+            ids = self._token_ids(texts[start : start + batch_size])
+            by_length: dict[int, list[int]] = defaultdict(list)
+            for row, tokens in enumerate(ids):
+                if tokens:
+                    by_length[len(tokens)].append(row)
+            for rows in by_length.values():  # equal lengths stack into one lookup
+                matrix = np.array([ids[row] for row in rows], dtype=np.int64)
+                out[[start + row for row in rows]] = self._table[matrix].mean(axis=1)
+        return out
+
+    def _token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        if self._cut is not None:
+            texts = [text[: self._cut] for text in texts]
+        plain = [_PLAIN.fullmatch(text) is not None for text in texts]
+        lowered = [text.lower() for text, is_plain in zip(texts, plain, strict=True) if is_plain]
+        others = [text for text, is_plain in zip(texts, plain, strict=True) if not is_plain]
+        from_plain = iter(_encodings(self._plain, lowered))
+        from_full = iter(_encodings(self._full, others))
+        unknown = self._unknown
+        ids = []
+        for is_plain in plain:
+            tokens: list[int] = next(from_plain if is_plain else from_full).ids
+            if unknown is not None and unknown in tokens:
+                tokens = [token for token in tokens if token != unknown]
+            ids.append(tokens)
+        return ids
+
+
+def _encodings(tokenizer: Any, texts: list[str]) -> list[Any]:
+    return tokenizer.encode_batch_fast(texts, add_special_tokens=False) if texts else []
 
 
 def _weights_dim(directory: Path) -> int | None:
