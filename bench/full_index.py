@@ -8,9 +8,12 @@ CORPUS is a directory (e.g. ../shared/corpora/fastapi-docs) or a .tar.gz to unpa
 fresh temporary data_dir. In one run, on the same machine state, it measures:
 
 - full index: the real `ragd index` process, beside the bare model (model2vec `encode`,
-  same batch size, one process) encoding the same unique chunk texts ragd sent to it:
-  the pipeline overhead ratio (issue 8 target: at most 1.5); and, for reference, beside
-  the same encode with the float16 table widened to float32, as ragd loads the model;
+  same batch size, in a process of its own) encoding the same unique chunk texts ragd
+  sent to it: the pipeline overhead ratio (issue 8 target: at most 1.5). This machine's
+  speed drifts by more than 10% within minutes, so index and encode alternate
+  FULL_ROUNDS times (each index into a fresh data_dir) and the ratio is of the sums;
+  for reference, the encode with the float16 table widened to float32, as ragd loads
+  the model, is also timed;
 - no-op re-index: `ragd index` again, beside a bare `os.scandir` + `stat` walk of the
   same tree (target: at most 3x; zero model calls). The tree is walked once untimed, so
   both start from a warm dentry cache, then walk and no-op alternate NOOP_ROUNDS times
@@ -45,6 +48,7 @@ from tests.integration.daemon import free_port, scan_finished, wait_until  # noq
 DEFAULT_MODEL = REPO.parent / "shared" / "models" / "minilm-l6-static-256"
 BATCH_SIZE = 1024  # [embedding] batch_size default
 NOOP_ROUNDS = 3
+FULL_ROUNDS = 2
 
 
 def run_index(config: Path) -> tuple[dict[str, object], float, int]:
@@ -97,6 +101,21 @@ def bare_encode_seconds(model_dir: Path, texts: list[str], *, widened: bool = Fa
     return time.perf_counter() - started
 
 
+def encode_in_child(model_dir: Path, manifest: Path, *, widened: bool = False) -> tuple[float, int]:
+    """`bare_encode_seconds` of the manifest's `embed_texts`, in a fresh process; and how
+    many texts. This process never holds the model or the texts, so the peak RSS counted
+    for its later children stays theirs (fork copies the parent's pages)."""
+    flags = ["--widened"] if widened else []
+    result = subprocess.run(
+        [sys.executable, __file__, "--encode", str(manifest), "--model", str(model_dir), *flags],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    seconds, count = result.stdout.split()
+    return float(seconds), int(count)
+
+
 def walk_seconds(root: Path) -> tuple[float, int]:
     """Seconds for a bare recursive scandir + stat of every entry; and the file count."""
     started = time.perf_counter()
@@ -136,9 +155,17 @@ def daemon_rescan_seconds(config: Path, port: int, log_path: Path) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("corpus", type=Path)
+    parser.add_argument("corpus", type=Path, nargs="?")
     parser.add_argument("--model", type=Path, default=DEFAULT_MODEL)
+    parser.add_argument("--encode", type=Path, help=argparse.SUPPRESS)  # state.db: child
+    parser.add_argument("--widened", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.encode:
+        texts = embed_texts(args.encode)
+        print(bare_encode_seconds(args.model, texts, widened=args.widened), len(texts))
+        return
+    if args.corpus is None:
+        parser.error("the CORPUS directory or .tar.gz is required")
 
     with tempfile.TemporaryDirectory(prefix="ragd-bench-") as tmp:
         work = Path(tmp)
@@ -148,17 +175,21 @@ def main() -> None:
                 archive.extractall(work / "corpus", filter="data")
             root = work / "corpus"
         port = free_port()
-        config = work / "config.toml"
-        config.write_text(
-            f'[daemon]\ndata_dir = "{work / "data"}"\n'
-            f'[http]\nlisten = "127.0.0.1:{port}"\n'
-            f'[embedding]\nmodel = "{args.model.resolve()}"\n'
-            f'[[sources]]\nname = "bench"\ntype = "folder"\npath = "{root}"\n'
-            'include = ["**/*.md"]\n'
-        )
-        full, full_wall, full_rss = run_index(config)
-        # Before this process loads the model: a child's peak RSS counts its parent's
-        # pages between fork and exec.
+        fulls: list[tuple[dict[str, object], float, int]] = []
+        encodes: list[float] = []
+        for round_ in range(FULL_ROUNDS):
+            config = work / "config.toml"
+            config.write_text(
+                f'[daemon]\ndata_dir = "{work / f"data{round_}"}"\n'
+                f'[http]\nlisten = "127.0.0.1:{port}"\n'
+                f'[embedding]\nmodel = "{args.model.resolve()}"\n'
+                f'[[sources]]\nname = "bench"\ntype = "folder"\npath = "{root}"\n'
+                'include = ["**/*.md"]\n'
+            )
+            fulls.append(run_index(config))
+            encode_s, texts = encode_in_child(args.model, work / f"data{round_}" / "state.db")
+            encodes.append(encode_s)
+        widened_s, _ = encode_in_child(args.model, work / "data0" / "state.db", widened=True)
         walk_seconds(root)  # untimed: the dentry cache warm for both sides
         walks: list[float] = []
         noops: list[tuple[dict[str, object], float, int]] = []
@@ -170,14 +201,14 @@ def main() -> None:
         noop, noop_wall, noop_rss = sorted(noops, key=lambda run: float(run[0]["seconds"]))[
             len(noops) // 2
         ]
-        texts = embed_texts(work / "data" / "state.db")
-        encode_s = bare_encode_seconds(args.model, texts)
-        widened_s = bare_encode_seconds(args.model, texts, widened=True)
         rescan_s = daemon_rescan_seconds(config, port, work / "serve.log")
 
+    full, full_wall, full_rss = fulls[0]
     chunks = full["chunks"]["embedded"] + full["chunks"]["reused"]  # type: ignore[index]
     files = sum(full["documents"].values())  # type: ignore[attr-defined]
-    full_s, noop_s = float(full["seconds"]), float(noop["seconds"])  # type: ignore[arg-type]
+    runs = [float(run[0]["seconds"]) for run in fulls]  # type: ignore[arg-type]
+    full_s, encode_s = sum(runs) / len(runs), sum(encodes) / len(encodes)
+    noop_s = float(noop["seconds"])  # type: ignore[arg-type]
     print(
         f"{datetime.now():%Y-%m-%d %H:%M}  {platform.machine()}, {os.cpu_count()} cores, ", end=""
     )
@@ -185,9 +216,14 @@ def main() -> None:
     print()
     print("| step | ragd s | beside it | bare s | ratio | notes |")
     print("|---|---|---|---|---|---|")
+    rounds = "; ".join(
+        f"{run:.2f} s / {encode:.2f} s = {run / encode:.2f}"
+        for run, encode in zip(runs, encodes, strict=True)
+    )
     print(
-        f"| full index ({files} files, {chunks} chunks) | {full_s:.2f} | model2vec encode of "
-        f"the {len(texts)} unique chunk texts | {encode_s:.2f} | {full_s / encode_s:.2f} | "
+        f"| full index ({files} files, {chunks} chunks; mean of {FULL_ROUNDS}) | {full_s:.2f} "
+        f"| model2vec encode of the {texts} unique chunk texts (mean of {FULL_ROUNDS}, "
+        f"alternating) | {encode_s:.2f} | {full_s / encode_s:.2f} | rounds: {rounds}; "
         f"{chunks / full_s:.0f} chunks/s; process wall {full_wall:.2f} s; peak RSS "
         f"{full_rss} MiB; embedded {full['chunks']['embedded']} |"  # type: ignore[index]
     )
