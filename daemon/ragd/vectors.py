@@ -12,6 +12,7 @@ don't pay for it.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -203,31 +204,37 @@ class VectorStore:
         return self._table
 
     def _rows_to_arrow(self, rows: Sequence[VectorRow]) -> pa.Table:
-        """Validate rows (unique ids, finite vectors of our dim) and build the Arrow batch."""
+        """Validate rows (unique ids, finite vectors of our dim) and build the Arrow batch.
+
+        Checked once over the batch, not per row: per-row checks were 1.2 of the 1.9 s a
+        full tldr index spent writing LanceDB.
+        """
         import pyarrow as pa
 
         dim = self._dim
         assert dim is not None  # a writable store always knows its dim
-        matrix = np.empty((len(rows), dim), dtype=np.float32)
-        seen: set[str] = set()
-        for i, row in enumerate(rows):
-            if row.chunk_id in seen:
-                # merge_insert's behaviour on duplicate keys is undefined.
-                raise ValueError(f"duplicate chunk_id {row.chunk_id!r} in one write")
-            seen.add(row.chunk_id)
-            # Overflow to inf is expected here and rejected just below, so don't warn.
-            with np.errstate(over="ignore"):
-                vector = np.asarray(row.vector, dtype=np.float32)
-            if vector.shape != (dim,):
+        ids = [r.chunk_id for r in rows]
+        if len(set(ids)) != len(ids):
+            # merge_insert's behaviour on duplicate keys is undefined.
+            counts = Counter(ids)
+            duplicate = next(i for i in ids if counts[i] > 1)
+            raise ValueError(f"duplicate chunk_id {duplicate!r} in one write")
+        for row in rows:
+            if np.shape(row.vector) != (dim,):
                 raise ValueError(
-                    f"chunk {row.chunk_id!r}: vector shape {vector.shape}, expected ({dim},)"
+                    f"chunk {row.chunk_id!r}: vector shape {np.shape(row.vector)}, "
+                    f"expected ({dim},)"
                 )
-            if not np.isfinite(vector).all():
-                raise ValueError(f"chunk {row.chunk_id!r}: vector has NaN or infinite values")
-            matrix[i] = vector
+        # Overflow to inf is expected here and rejected just below, so don't warn.
+        with np.errstate(over="ignore"):
+            matrix = np.array([r.vector for r in rows], dtype=np.float32).reshape(len(rows), dim)
+        finite = np.isfinite(matrix).all(axis=1)
+        if not finite.all():
+            bad = ids[int(np.argmin(finite))]
+            raise ValueError(f"chunk {bad!r}: vector has NaN or infinite values")
         return pa.Table.from_arrays(
             [
-                pa.array([r.chunk_id for r in rows], type=pa.string()),
+                pa.array(ids, type=pa.string()),
                 pa.array([r.doc_id for r in rows], type=pa.string()),
                 pa.FixedSizeListArray.from_arrays(pa.array(matrix.ravel()), dim),
             ],
