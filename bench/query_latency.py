@@ -2,14 +2,14 @@
 
 Usage:
     python bench/query_latency.py CORPUS [--copies N] [--queries 500] [--clients 4]
-                                  [--seconds 20] [--model DIR] [--data-dir DIR]
+                                  [--seconds 20] [--model DIR] [--work DIR]
 
 CORPUS is a directory or a .tar.gz (e.g. ../shared/corpora/tldr-pages.tar.gz). With
 `--copies N` the corpus is placed N times under one root (copy-1/, copy-2/, ...) to reach
 100k+ chunks; copies embed the same texts, so the vector cache makes their indexing cheap,
 but every copy is a separate document with its own rows in all three stores.
 
-Steps, each printed: `ragd index` (skipped when --data-dir already holds the index);
+Steps, each printed: `ragd index` (skipped when --work already holds the index);
 then, in this process with the model loaded, `--queries` queries per mode (bm25, vector,
 hybrid) through the same Searcher the CLI and daemon use, staleness checks included:
 p50/p95/p99; then a real `ragd serve` on the index with `--clients` concurrent HTTP
