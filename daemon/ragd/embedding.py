@@ -167,7 +167,8 @@ class MeanEncoder:
     character) is ~40% of tokenizing. On plain text (ASCII without control characters,
     and the labels' dash) it only lowercases, so such texts are lowercased here and
     tokenized without it: the same token ids, as tests/test_embedding.py checks on every
-    tldr and fastapi-docs chunk. Other texts (accents, other scripts) take the normalizer.
+    fastapi-docs chunk and every fourth tldr page (and a manual run on all of tldr).
+    Other texts (accents, other scripts) take the normalizer.
     """
 
     def __init__(self, static: Any) -> None:
