@@ -206,8 +206,7 @@ class VectorStore:
     def _rows_to_arrow(self, rows: Sequence[VectorRow]) -> pa.Table:
         """Validate rows (unique ids, finite vectors of our dim) and build the Arrow batch.
 
-        Checked once over the batch, not per row: per-row checks were 1.2 of the 1.9 s a
-        full tldr index spent writing LanceDB.
+        Checked once over the batch, not per row: 36 -> 8 ms of CPU per 8,192 rows.
         """
         import pyarrow as pa
 
