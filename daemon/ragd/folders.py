@@ -183,7 +183,7 @@ class FolderSource:
                 if not self.excludes_dir(key):
                     stack.append((Path(entry.path), key))
             elif entry.is_file(follow_symlinks=False):
-                if not (key.isascii() or is_utf8_name(key)):
+                if not is_utf8_name(key):
                     listing.skipped_names.append(os.fsencode(key).decode("utf-8", "replace"))
                 elif self._includes(key) and not self._excludes(key):
                     st = entry.stat(follow_symlinks=False)
@@ -230,6 +230,8 @@ def is_utf8_name(key: str) -> bool:
 
     Such a name cannot be a doc_id: SQLite, Tantivy and JSON all need real text.
     """
+    if key.isascii():
+        return True  # most names; no encoding needed to tell
     try:
         key.encode("utf-8")
     except UnicodeEncodeError:
