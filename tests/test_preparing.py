@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import fcntl
+import multiprocessing
 import os
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,7 +16,14 @@ from ragd.chunking import ChunkSettings
 from ragd.folders import FileContent, FileReader
 from ragd.identifiers import identifier_terms
 from ragd.pipeline import Pipeline, content_hash
-from ragd.preparing import Prepared, ToPrepare, _tasks, prepare, prepare_in_order
+from ragd.preparing import (
+    Prepared,
+    ToPrepare,
+    _tasks,
+    _widen_result_pipe,
+    prepare,
+    prepare_in_order,
+)
 from tests.conftest import FakeEmbedder
 
 PIPELINE = Pipeline(ChunkSettings(300, 40), "fake-model")
@@ -33,6 +43,19 @@ class DiesInWorker:
     def __call__(self, key: str) -> FileContent:
         if key == self.fatal and os.getpid() != self.parent:
             os._exit(3)
+        return self.reader(key)
+
+
+@dataclass(frozen=True)
+class RecordsNiceness:
+    """Reads like FileReader, and notes the niceness of each process that reads."""
+
+    reader: FileReader
+    log: str
+
+    def __call__(self, key: str) -> FileContent:
+        with open(self.log, "a") as log:
+            log.write(f"{os.getpid()} {os.nice(0)}\n")
         return self.reader(key)
 
 
@@ -193,3 +216,25 @@ def test_a_worker_finds_each_chunks_identifier_terms(root: Path) -> None:
         expected = [" ".join(identifier_terms(c.embed_text)) for c in p.processed.chunks]
         assert list(p.identifiers or ()) == expected
     assert any("status_code" in terms for p in there for terms in p.identifiers or ())
+
+
+def test_workers_yield_the_cpu_to_the_process_that_writes(root: Path, tmp_path: Path) -> None:
+    log = tmp_path / "niceness.log"
+    reader = RecordsNiceness(FileReader(str(root), 1000), str(log))
+    prepared = list(
+        prepare_in_order(
+            _files(root), PIPELINE, read=reader, worker=(reader, FakeEmbedder()), min_files=1
+        )
+    )
+
+    assert len(prepared) == 41
+    readers = {tuple(map(int, line.split())) for line in log.read_text().splitlines()}
+    assert {pid for pid, _ in readers} != {os.getpid()}
+    assert {nice for _, nice in readers} == {min(os.nice(0) + 5, 19)}
+
+
+def test_a_tasks_results_fit_the_result_pipe_whole() -> None:
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("forkserver")) as pool:
+        _widen_result_pipe(pool)
+        reader = pool._result_queue._reader  # type: ignore[attr-defined]
+        assert fcntl.fcntl(reader.fileno(), fcntl.F_GETPIPE_SZ) == 1 << 20

@@ -1,6 +1,6 @@
 """Overlap one slow read with other work by running it in a forked child process.
 
-`ragd status` needs LanceDB's chunk ids, and importing lancedb alone costs about 1.2 s
+`ragd status` needs LanceDB's chunk ids, and importing lancedb alone costs about 1 s
 on the 2-core reference machine (docs/performance.md); a child forked before that import
 reads the ids while the parent reads the manifest and Tantivy. Threads would not help:
 the import is pure-Python work under the GIL.

@@ -5,22 +5,24 @@ vector search needs; chunk texts and metadata live in the manifest, which is the
 so everything here can be rebuilt. One writer process at a time (the data-dir lock ensures it);
 readers in other processes open read-only and call `refresh()` to see newer commits.
 
-Imports only `ragd.errors` and `ragd.faults` (a crash hook for tests). `lancedb` costs ~2 s to
-import, so it is imported inside `open` and `open_readonly`: CLI paths that never touch vectors
-don't pay for it.
+Imports only `ragd.errors` and `ragd.faults` (a crash hook for tests). `lancedb` costs ~1 s to
+import, so it is imported (by `import_lancedb`) inside `open` and `open_readonly`: CLI paths that
+never touch vectors don't pay for it.
 """
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 from collections.abc import Collection, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import lru_cache
 from importlib import import_module
 from pathlib import Path
-from threading import Thread
+from threading import Lock, Thread
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -70,13 +72,46 @@ class VectorRow:
     vector: npt.NDArray[np.float32]
 
 
+_IMPORT_LOCK = Lock()
+# lancedb imports this generated REST client for namespace servers; ragd's local tables never
+# call it.
+_REST_CLIENT = "lance_namespace_urllib3_client"
+
+
+def import_lancedb() -> ModuleType:
+    """lancedb, imported the first time with its REST namespace client left unvalidated.
+
+    That client wraps each of its methods in `pydantic.validate_call` as it is imported:
+    0.55 s of the 1.4 s import on the reference machine, for code a local table never runs.
+    So it is imported first, with `validate_call` a pass-through for that import alone;
+    lancedb itself (which does not use `validate_call`) then imports as usual.
+    """
+    with _IMPORT_LOCK:  # one thread patches and restores `validate_call`
+        if "lancedb" not in sys.modules and _REST_CLIENT not in sys.modules:
+            import pydantic
+
+            validate_call = pydantic.validate_call
+            pydantic.validate_call = _pass_through
+            try:
+                with suppress(ImportError):  # a lancedb that no longer bundles it
+                    import_module(_REST_CLIENT)
+            finally:
+                pydantic.validate_call = validate_call
+        return import_module("lancedb")
+
+
+def _pass_through(func: Any = None, /, **_: Any) -> Any:
+    """`pydantic.validate_call`'s signature, returning the function undecorated."""
+    return func if func is not None else (lambda inner: inner)
+
+
 def import_in_background() -> None:
     """Start importing lancedb on a thread, for a caller that is about to wait anyway.
 
-    The import is ~1.5 s of pure-Python work; a big pass waits about that long for its
+    The import is ~1 s of pure-Python work; a big pass waits about that long for its
     worker's first documents, so the import is done before the first write needs it.
     """
-    Thread(target=import_module, args=("lancedb",), name="import-lancedb", daemon=True).start()
+    Thread(target=import_lancedb, name="import-lancedb", daemon=True).start()
 
 
 def sql_string(value: str) -> str:
@@ -159,7 +194,7 @@ class VectorStore:
         """
         if dim <= 0:
             raise ValueError(f"vector dimension must be positive, got {dim}")
-        import lancedb
+        lancedb = import_lancedb()
 
         with _lance_errors("open", directory):
             directory.mkdir(parents=True, exist_ok=True)
@@ -188,7 +223,7 @@ class VectorStore:
         # lancedb.connect creates a missing directory, so check before connecting.
         if not self._directory.is_dir():
             return
-        import lancedb
+        lancedb = import_lancedb()
 
         with _lance_errors("open", self._directory):
             db = lancedb.connect(self._directory, session=_session())
@@ -434,7 +469,7 @@ def _nearest(table: Table, query: npt.NDArray[np.float32], limit: int) -> pa.Tab
 @lru_cache(maxsize=1)
 def _session() -> Any:
     """The process's one LanceDB session, with bounded caches."""
-    import lancedb
+    lancedb = import_lancedb()
 
     return lancedb.Session(
         index_cache_size_bytes=INDEX_CACHE_BYTES, metadata_cache_size_bytes=METADATA_CACHE_BYTES
