@@ -290,7 +290,7 @@ _texts: st.SearchStrategy[Doc] = st.one_of(
     st.just(()),  # an empty file: a document with no chunks
 )
 _docs = _texts | st.none()  # None: a binary file, a failed document
-# Where an operation dies: before the 1st-3rd write at a site of Indexer._flush or of
+# Where an operation dies: before the 1st-3rd write at a site of BatchWriter.flush or of
 # reconcile (where ragd.faults kills the real process), or before the n-th write of any kind,
 # which also reaches the embedding cache, confirm_unchanged, prune_vectors and mark_clean.
 CRASH_SITES = (

@@ -5,7 +5,7 @@ the process sends itself SIGKILL there: a real crash with no cleanup, no `finall
 as `kill -9` or the OOM killer would do it. tests/integration/test_fault_points.py runs the real
 `ragd index` with each point and checks that the next run repairs the stores.
 
-Points, in the order one flush reaches them (see `Indexer._flush`):
+Points, in the order one flush reaches them (see `BatchWriter.flush` in ragd.batches):
 
 - `mid_batch`: the start of a flush with work in it, before embedding and before any write.
   `mid_batch:2` dies between two flushes of one run: the first is committed, the second not

@@ -1,16 +1,10 @@
-"""The write path: bring the stores in step with the sources, doing only what changed.
+"""The write path's decisions: bring the stores in step with the sources, doing only what changed.
 
 Owns one indexing pass: list each source, decide per document whether it changed
 (size + mtime, then the hash of the bytes read, then the pipeline fingerprint), parse
-and chunk what changed, embed only chunk texts with no stored vector, and write in an
-order that a crash at any point can recover from:
-
-1. record intent in the manifest (documents -> pending / deleted, writer unclean);
-2. replace the documents' chunks in LanceDB (one commit) and in Tantivy (one commit);
-3. commit the new chunk rows and document states in the manifest.
-
-A crash between 1 and 3 leaves documents pending and maybe orphan chunks; the next
-writer reconciles (removes orphans) and redoes pending documents.
+and chunk what changed (ragd.preparing, on worker processes for big passes), and hand
+each decision to a BatchWriter (ragd.batches), which writes in crash-safe order and
+embeds only chunk texts with no stored vector. Also applies CMS entry deliveries.
 """
 
 from __future__ import annotations
@@ -21,13 +15,10 @@ from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from operator import itemgetter
 
-import numpy as np
-
-from ragd.embedding import Embedder, Matrix
-from ragd.errors import RagdError, SourceError
-from ragd.faults import fault_point
+from ragd.batches import BatchWriter, DocumentEvent, EventFn
+from ragd.embedding import Embedder
+from ragd.errors import SourceError
 from ragd.folders import FileStat, FolderSource, Listing
-from ragd.keywords import KeywordRow
 from ragd.manifest import (
     SETTLED,
     ChunkRecord,
@@ -40,36 +31,13 @@ from ragd.parsers import UnsupportedDocument
 from ragd.pipeline import Pipeline, ProcessedDocument, chunk_id, content_hash, embed_key
 from ragd.preparing import WORKER_MIN_FILES, Prepared, ToPrepare, prepare, prepare_in_order
 from ragd.stores import WriterStores, reconcile
-from ragd.vectors import VectorRow, import_in_background
+from ragd.vectors import import_in_background
 
 ProgressFn = Callable[[int, int], None]
 """Called as progress(done, total) every few listed files, and after the last."""
 
 
-@dataclass(frozen=True, slots=True)
-class DocumentEvent:
-    """What happened to one document, for the caller's logs.
-
-    action is `indexed`, `failed`, `deleted` or `unchanged` (read and hashed, same bytes).
-    """
-
-    action: str
-    doc_id: str
-    chunks: int = 0
-    reason: str | None = None
-    seconds: float = 0.0
-
-
-EventFn = Callable[[DocumentEvent], None]
-
 _PROGRESS_EVERY = 100  # files between progress calls: per file, they cost 5% of a no-op pass
-# A pass writes its first batch soon (its first documents become searchable) and then ever
-# bigger ones: each write has a fixed cost (a Tantivy commit and segment, a LanceDB version,
-# three SQLite commits), and 2,048-document writes took the full tldr index from 27.5 to
-# 16.6 CPU-seconds in this process. 8,192 halved Tantivy's share (its segment merges):
-# 2.5 -> 1.5 CPU-s, and a full tldr index 22.9 -> 21.9 s (mean of three pairs).
-_MAX_BATCH_DOCUMENTS = 8192
-
 _SUFFIX_FOR_TYPE = {"text/markdown": ".md", "text/html": ".html", "text/plain": ".txt"}
 
 
@@ -134,23 +102,6 @@ class IndexReport:
         }
 
 
-@dataclass
-class _Pending:
-    """A document decision waiting in the batch: its manifest write and its new chunks."""
-
-    write: DocumentWrite
-    embed_texts: tuple[str, ...]
-    touches_stores: bool
-    # The manifest had no row for it, so the stores hold nothing of it: every store write
-    # is preceded by the manifest row that names it (mark_pending), and a data_dir whose
-    # manifest went missing is reconciled before its first pass (WriterStores).
-    new: bool
-    old_chunk_ids: frozenset[str]
-    started: float
-    vectors: Matrix | None = None  # one row per chunk, when a worker already embedded them
-    identifiers: tuple[str, ...] | None = None  # per chunk, when a worker found them
-
-
 class Indexer:
     """Runs indexing passes over folder sources into the stores of one data directory.
 
@@ -178,18 +129,15 @@ class Indexer:
         self.embedder = embedder
         self.batch_chunks = batch_chunks
         self.batch_documents = batch_documents  # the first write batch of a pass
-        self._batch_limit = batch_documents  # doubles per write, up to _MAX_BATCH_DOCUMENTS
-        self._queue: list[_Pending] = []
-        self._queued_chunks = 0
         self._confirmed: list[tuple[str, int, int]] = []
         self._report = IndexReport()
         self._started = time.monotonic()
         self._seen: set[str] = set()  # documents decided in this pass (a hint may repeat one)
-        self._wrote = False  # this pass committed a change (so cached vectors may be orphaned)
         self.should_stop = stop
         self.cleanup_older_than = cleanup_older_than  # LanceDB versions kept for readers
         self.worker_min_files = worker_min_files  # files a pass prepares before using a worker
         self.on_event = on_event
+        self._batches = self._new_batches()  # a new one per pass, from _begin
 
     def run(self, *, full: bool = False, progress: ProgressFn | None = None) -> IndexReport:
         """One pass over every source.
@@ -237,7 +185,7 @@ class Indexer:
                     self._delete(record)
         report = self._finish()
         self.manifest.confirm_sources(checked)
-        if self._wrote:  # a no-op pass never even opens LanceDB
+        if self._batches.wrote:  # a no-op pass never even opens LanceDB
             self.manifest.prune_vectors()
         return report
 
@@ -361,12 +309,12 @@ class Indexer:
         if update.deleted:
             if record is not None:
                 self._report.deleted += 1
-                self._enqueue(base, (), record)
+                self._batches.add(base, (), record)
             return
         if update.error is not None or update.data is None:
             self._report.failed += 1
             reason = update.error or "no content"
-            self._enqueue(
+            self._batches.add(
                 replace(base, status="failed", error=reason, fingerprint=self.pipeline.fingerprint),
                 (),
                 record,
@@ -388,7 +336,7 @@ class Indexer:
             processed = self.pipeline.process(update.data, f"{update.key}{suffix}")
         except UnsupportedDocument as exc:
             self._report.failed += 1
-            self._enqueue(
+            self._batches.add(
                 replace(
                     base,
                     status="failed",
@@ -413,7 +361,7 @@ class Indexer:
             fingerprint=fingerprint,
             chunks=self._chunk_records(doc_id, processed),
         )
-        self._enqueue(write, tuple(c.embed_text for c in processed.chunks), record)
+        self._batches.add(write, tuple(c.embed_text for c in processed.chunks), record)
 
     def reconcile(self) -> None:
         """Make the search stores list exactly the manifest's chunks (after a crash)."""
@@ -423,19 +371,31 @@ class Indexer:
         self._started = time.monotonic()
         self._report = IndexReport()
         self._seen.clear()
-        self._wrote = False
-        self._batch_limit = self.batch_documents
+        self._batches = self._new_batches()
         if reconcile or not self.manifest.is_clean():
             self.reconcile()
             self._report.reconciled = True
         return self._report
 
+    def _new_batches(self) -> BatchWriter:
+        return BatchWriter(
+            self.stores,
+            self.embedder,
+            batch_chunks=self.batch_chunks,
+            first_batch=self.batch_documents,
+            on_event=self.on_event,
+        )
+
     def _finish(self) -> IndexReport:
-        self._flush()
+        self._batches.flush()
+        counts = self._batches.counts
+        self._report.embedded = counts.embedded
+        self._report.reused = counts.reused
+        self._report.chunks_deleted = counts.chunks_deleted
         self.manifest.confirm_unchanged(self._confirmed)
         self._confirmed.clear()
         self.manifest.mark_clean()
-        if self._wrote:
+        if self._batches.wrote:
             self.stores.vectors(self.embedder.dim).settle(self.cleanup_older_than)
         self._report.seconds = time.monotonic() - self._started
         return self._report
@@ -541,7 +501,7 @@ class Indexer:
             chunks=chunks,
         )
         texts = tuple(c.embed_text for c in processed.chunks)
-        self._enqueue(
+        self._batches.add(
             write,
             texts,
             record,
@@ -601,7 +561,7 @@ class Indexer:
             fingerprint=self.pipeline.fingerprint,
             error=reason,
         )
-        self._enqueue(write, (), record)
+        self._batches.add(write, (), record)
 
     def _delete(self, record: DocumentRecord) -> None:
         if not self._first_time(record.doc_id):
@@ -614,143 +574,10 @@ class Indexer:
             uri=record.uri,
             status="deleted",
         )
-        self._enqueue(write, (), record)
-
-    # -- writing --------------------------------------------------------------------------
+        self._batches.add(write, (), record)
 
     def _first_time(self, doc_id: str) -> bool:
         if doc_id in self._seen:
             return False
         self._seen.add(doc_id)
         return True
-
-    def _enqueue(
-        self,
-        write: DocumentWrite,
-        embed_texts: tuple[str, ...],
-        record: DocumentRecord | None,
-        started: float | None = None,
-        *,
-        vectors: Matrix | None = None,
-        identifiers: tuple[str, ...] | None = None,
-    ) -> None:
-        had_chunks = record is not None and record.chunk_count > 0
-        unsettled = record is not None and record.status in ("pending", "deleted")
-        old_ids = (
-            frozenset(c.chunk_id for c in self.manifest.chunks_of(record.doc_id))
-            if had_chunks and record is not None
-            else frozenset()
-        )
-        self._queue.append(
-            _Pending(
-                write,
-                embed_texts,
-                bool(write.chunks) or had_chunks or unsettled,
-                record is None,
-                old_ids,
-                time.monotonic() if started is None else started,
-                vectors,
-                identifiers,
-            )
-        )
-        self._queued_chunks += len(write.chunks)
-        if self._queued_chunks >= self.batch_chunks or len(self._queue) >= self._batch_limit:
-            self._flush()
-
-    def _flush(self) -> None:
-        batch, self._queue, self._queued_chunks = self._queue, [], 0
-        if not batch:
-            return
-        self._batch_limit = max(self._batch_limit, min(2 * self._batch_limit, _MAX_BATCH_DOCUMENTS))
-        self._wrote = True
-        fault_point("mid_batch")
-        vectors = self._vectors_for(batch)
-        touching = [p for p in batch if p.touches_stores]
-        if touching:
-            self.manifest.mark_pending(
-                [
-                    (
-                        p.write.doc_id,
-                        p.write.source,
-                        p.write.key,
-                        p.write.uri,
-                        "deleted" if p.write.status == "deleted" else "pending",
-                    )
-                    for p in touching
-                ]
-            )
-            fault_point("after_intent")
-            doc_ids = [p.write.doc_id for p in touching]
-            new = [p.write.doc_id for p in touching if p.new]
-            rows = [c for p in touching for c in p.write.chunks]
-            self.stores.vectors(self.embedder.dim).replace_documents(
-                doc_ids,
-                [VectorRow(c.chunk_id, c.doc_id, vectors[c.embed_key]) for c in rows],
-                new=new,
-            )
-            fault_point("after_lancedb")
-            self.stores.keywords().replace_documents(
-                doc_ids,
-                [
-                    KeywordRow(
-                        c.chunk_id, c.doc_id, text, p.identifiers[n] if p.identifiers else None
-                    )
-                    for p in touching
-                    for n, (c, text) in enumerate(zip(p.write.chunks, p.embed_texts, strict=True))
-                ],
-                new=new,
-            )
-            fault_point("after_tantivy")
-        fault_point("before_commit")
-        self.manifest.commit([p.write for p in batch])
-        committed = time.monotonic()
-        for p in batch:
-            new_ids = {c.chunk_id for c in p.write.chunks}
-            self._report.chunks_deleted += len(p.old_chunk_ids - new_ids)
-            self._emit(
-                DocumentEvent(
-                    p.write.status,
-                    p.write.doc_id,
-                    chunks=len(p.write.chunks),
-                    reason=p.write.error,
-                    seconds=committed - p.started,
-                )
-            )
-
-    def _vectors_for(self, batch: list[_Pending]) -> dict[str, np.ndarray]:
-        """A vector per embed key of the batch: cached, embedded by a worker, or now."""
-        texts: dict[str, str] = {}
-        given: dict[str, np.ndarray] = {}
-        total = 0
-        for p in batch:
-            if p.vectors is not None:
-                _check_vectors(p.vectors, len(p.write.chunks), self.embedder.dim)
-            for n, (c, text) in enumerate(zip(p.write.chunks, p.embed_texts, strict=True)):
-                texts.setdefault(c.embed_key, text)
-                if p.vectors is not None:
-                    given[c.embed_key] = p.vectors[n]
-                total += 1
-        if not texts:
-            return {}
-        vectors: dict[str, np.ndarray] = dict(self.manifest.cached_vectors(texts.keys()))
-        missing = [k for k in texts if k not in vectors]
-        if missing:
-            new = {k: given[k] for k in missing if k in given}
-            if unembedded := [k for k in missing if k not in new]:
-                fresh = self.embedder.embed([texts[k] for k in unembedded])
-                _check_vectors(fresh, len(unembedded), self.embedder.dim)
-                new.update((k, fresh[i]) for i, k in enumerate(unembedded))
-            self.manifest.store_vectors(new)
-            vectors.update(new)
-        self._report.embedded += len(missing)
-        self._report.reused += total - len(missing)
-        return vectors
-
-
-def _check_vectors(matrix: np.ndarray, rows: int, dim: int) -> None:
-    """A model that returns the wrong shape or NaNs must not poison the index."""
-    if matrix.shape != (rows, dim) or not np.isfinite(matrix).all():
-        raise RagdError(
-            f"the embedding model returned unusable vectors (shape {matrix.shape}, "
-            f"expected ({rows}, {dim}), or non-finite values)"
-        )

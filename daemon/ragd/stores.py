@@ -3,7 +3,7 @@
 Owns the layout of `data_dir` (state.db, lancedb/, tantivy/, the writer lock), opening
 the three stores for the one writer or for readers, reconciliation after a crash, and
 the agreement check that `ragd status` reports. LanceDB is opened lazily: importing it
-costs about two seconds, which a run that changes nothing should not pay.
+costs about a second, which a run that changes nothing should not pay.
 """
 
 from __future__ import annotations

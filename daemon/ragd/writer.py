@@ -17,9 +17,10 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from ragd.batches import DocumentEvent
 from ragd.errors import DocumentError
 from ragd.fetch import EntryFetcher
-from ragd.indexer import DocumentEvent, EntryUpdate, Indexer, IndexReport
+from ragd.indexer import EntryUpdate, Indexer, IndexReport
 from ragd.jobs import Job, JobQueue
 from ragd.logs import get_logger
 from ragd.manifest import format_time

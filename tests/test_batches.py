@@ -1,0 +1,124 @@
+"""Write batches with real stores on disk: when they are written, and what reaches the model."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ragd.batches import MAX_BATCH_DOCUMENTS, BatchWriter, DocumentEvent
+from ragd.errors import RagdError
+from ragd.manifest import ChunkRecord, DocumentWrite
+from ragd.pipeline import chunk_id, embed_key
+from ragd.stores import DataDir, WriterStores
+from tests.conftest import FakeEmbedder
+
+
+class NaNEmbedder(FakeEmbedder):
+    """A broken model: right shape, not a number."""
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return np.full((len(texts), self.dim), np.nan, dtype=np.float32)
+
+
+@pytest.fixture
+def stores(tmp_path: Path) -> Iterator[WriterStores]:
+    opened = WriterStores(DataDir(tmp_path / "data"))
+    yield opened
+    opened.close()
+
+
+def _write(name: str, *texts: str, model: str = "fake:v1") -> tuple[DocumentWrite, tuple[str, ...]]:
+    doc_id = f"docs:{name}"
+    chunks = tuple(
+        ChunkRecord(chunk_id(doc_id, n, t), doc_id, n, (), t, embed_key(model, t))
+        for n, t in enumerate(texts)
+    )
+    write = DocumentWrite(doc_id, "docs", name, f"file:///{name}", "indexed", chunks=chunks)
+    return write, texts
+
+
+def _failed(name: str) -> DocumentWrite:
+    return DocumentWrite(f"docs:{name}", "docs", name, f"file:///{name}", "failed", error="bad")
+
+
+def test_nothing_is_written_until_the_batch_is_full_or_flushed(stores: WriterStores) -> None:
+    events: list[DocumentEvent] = []
+    batches = BatchWriter(
+        stores, FakeEmbedder(), batch_chunks=100, first_batch=3, on_event=events.append
+    )
+    writes = [_write(name, f"text of {name}") for name in ("a.md", "b.md", "c.md")]
+
+    batches.add(*writes[0], None)
+    batches.add(*writes[1], None)
+    assert events == []
+    assert stores.manifest.document("docs:a.md") is None
+
+    batches.add(*writes[2], None)
+    assert [e.doc_id for e in events] == ["docs:a.md", "docs:b.md", "docs:c.md"]
+    assert stores.keywords().chunk_ids() == {c.chunk_id for w, _ in writes for c in w.chunks}
+
+
+def test_the_document_limit_doubles_per_write_up_to_the_maximum(
+    stores: WriterStores, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sizes: list[int] = []
+    commit = stores.manifest.commit
+
+    def counting_commit(writes: Sequence[DocumentWrite]) -> None:
+        sizes.append(len(writes))
+        commit(writes)
+
+    monkeypatch.setattr(stores.manifest, "commit", counting_commit)
+    batches = BatchWriter(stores, FakeEmbedder(), batch_chunks=100, first_batch=1024)
+
+    for n in range(1024 + 2048 + 4096 + 2 * MAX_BATCH_DOCUMENTS):
+        batches.add(_failed(f"{n}.md"), (), None)
+
+    assert sizes == [1024, 2048, 4096, MAX_BATCH_DOCUMENTS, MAX_BATCH_DOCUMENTS]
+
+
+def test_a_vector_already_cached_is_not_embedded_again(stores: WriterStores) -> None:
+    embedder = FakeEmbedder()
+    batches = BatchWriter(stores, embedder, batch_chunks=100, first_batch=1)
+
+    batches.add(*_write("a.md", "shared words"), None)
+    batches.add(*_write("b.md", "shared words", "new words"), None)
+    batches.flush()
+
+    assert embedder.texts == ["shared words", "new words"]
+    assert (batches.counts.embedded, batches.counts.reused) == (2, 1)
+
+
+def test_vectors_a_worker_computed_reach_the_store_without_the_model(
+    stores: WriterStores,
+) -> None:
+    embedder = FakeEmbedder()
+    batches = BatchWriter(stores, embedder, batch_chunks=100, first_batch=10)
+    write, texts = _write("a.md", "one", "two")
+    given = embedder.embed(list(texts))
+    embedder.texts.clear()
+
+    batches.add(write, texts, None, vectors=given)
+    batches.flush()
+
+    assert embedder.texts == []
+    assert batches.counts.embedded == 2
+    cached = stores.manifest.cached_vectors([c.embed_key for c in write.chunks])
+    assert np.array_equal(cached[write.chunks[1].embed_key], given[1])
+
+
+def test_unusable_vectors_fail_the_batch_before_any_store_is_written(
+    stores: WriterStores,
+) -> None:
+    batches = BatchWriter(stores, NaNEmbedder(), batch_chunks=100, first_batch=10)
+    batches.add(*_write("a.md", "some text"), None)
+
+    with pytest.raises(RagdError, match="unusable vectors"):
+        batches.flush()
+
+    assert stores.manifest.document("docs:a.md") is None
+    assert stores.manifest.is_clean()
+    assert stores.keywords().chunk_ids() == set()
