@@ -279,6 +279,26 @@ def test_search_with_a_zero_query_returns_nothing(
     assert store.search(np.zeros(DIM, dtype=np.float32), 3) == []
 
 
+def test_a_started_search_finds_what_search_finds_while_the_caller_works(
+    store: VectorStore, rng: np.random.Generator
+) -> None:
+    rows = make_rows("docs:a.md", 6, rng)
+    store.replace_documents(["docs:a.md"], rows)
+
+    waiting = [store.start_search(row.vector, 3) for row in rows]
+    results = [wait() for wait in waiting]
+
+    assert results == [store.search(row.vector, 3) for row in rows]
+    assert [hits[0][0] for hits in results] == [row.chunk_id for row in rows]
+
+
+def test_starting_a_search_with_a_bad_query_raises_before_anything_runs(
+    store: VectorStore,
+) -> None:
+    with pytest.raises(ValueError, match="NaN"):
+        store.start_search(np.full(DIM, np.nan, dtype=np.float32), 3)
+
+
 @pytest.mark.filterwarnings("ignore:optimize\\(cleanup_older_than=0\\):UserWarning")
 def test_version_count_increases_per_commit_and_optimize_reduces_it(
     store: VectorStore, rng: np.random.Generator

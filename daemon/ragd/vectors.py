@@ -12,9 +12,11 @@ never touch vectors don't pay for it.
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from collections import Counter
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from concurrent.futures import Future
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import timedelta
@@ -349,24 +351,38 @@ class VectorStore:
         Zero vectors have no cosine similarity: LanceDB leaves them out, and a zero query
         returns []. Raises ValueError for a query of the wrong shape or with NaN/inf.
         """
+        return self.start_search(vector, limit)()
+
+    def start_search(
+        self, vector: npt.NDArray[np.floating[Any]], limit: int
+    ) -> Callable[[], list[tuple[str, float]]]:
+        """Start `search` on LanceDB's own threads; the returned function waits for its
+        result. The caller can do other work meanwhile (a hybrid query's BM25 search).
+
+        Raises ValueError at once for a query of the wrong shape or with NaN/inf.
+        """
         if self._table is None or limit <= 0:
-            return []
+            return list
         query = np.asarray(vector, dtype=np.float32)
         if query.shape != (self._dim,):
             raise ValueError(f"query vector shape {query.shape}, expected ({self._dim},)")
         if not np.isfinite(query).all():
             raise ValueError("query vector has NaN or infinite values")
-        # Selecting "_distance" explicitly silences a Rust deprecation warning per query; the
-        # metric is explicit because the default is L2 (or the index's metric once indexed).
         with _lance_errors("search", self._directory):
-            result = _nearest(self._table, query, limit)
-        ids = result["chunk_id"].to_pylist()
-        distances = result["_distance"].to_pylist()
-        return [
-            (str(chunk_id), 1.0 - float(distance))
-            for chunk_id, distance in zip(ids, distances, strict=True)
-            if distance is not None and np.isfinite(distance)
-        ]
+            nearest = _start_nearest(self._table, query, limit)
+
+        def result() -> list[tuple[str, float]]:
+            with _lance_errors("search", self._directory):
+                found = nearest()
+            ids = found["chunk_id"].to_pylist()
+            distances = found["_distance"].to_pylist()
+            return [
+                (str(chunk_id), 1.0 - float(distance))
+                for chunk_id, distance in zip(ids, distances, strict=True)
+                if distance is not None and np.isfinite(distance)
+            ]
+
+        return result
 
     def version_count(self) -> int:
         """How many table versions are kept on disk (each commit adds one until cleanup)."""
@@ -442,28 +458,45 @@ class VectorStore:
             self._table.checkout_latest()  # type: ignore[no-untyped-call]  # untyped upstream
 
 
-def _nearest(table: Table, query: npt.NDArray[np.float32], limit: int) -> pa.Table:
-    """The `limit` nearest rows by cosine distance: chunk_id and _distance.
+def _start_nearest(
+    table: Table, query: npt.NDArray[np.float32], limit: int
+) -> Callable[[], pa.Table]:
+    """Start finding the `limit` nearest rows by cosine distance (chunk_id and _distance);
+    the returned function waits for them.
 
     The synchronous query builder hands over to LanceDB's background event loop six times
     per search (schema reads, blob checks, one per batch); the same query as one coroutine
-    on that loop does it once: 4.4 -> 2.9 ms p50 at 125k rows. Other table types fall back.
+    on that loop does it once: 4.4 -> 2.9 ms p50 at 125k rows. Other table types fall back
+    to the builder, and search before returning. "_distance" is selected explicitly (that
+    silences a Rust deprecation warning per query); the metric is explicit because the
+    default is L2 (or the index's metric once indexed).
     """
     from lancedb.background_loop import LOOP
     from lancedb.table import AsyncTable
 
     inner = getattr(table, "_table", None)
-    if isinstance(inner, AsyncTable):
-        query_ = (
-            inner.query()
-            .nearest_to(query)
-            .distance_type("cosine")
-            .select(["chunk_id", "_distance"])
-            .limit(limit)
-        )
-        return LOOP.run(query_.to_arrow())  # type: ignore[no-untyped-call]  # untyped upstream
-    builder = cast("LanceVectorQueryBuilder", table.search(query, query_type="vector"))
-    return builder.distance_type("cosine").select(["chunk_id", "_distance"]).limit(limit).to_arrow()
+    if not isinstance(inner, AsyncTable):
+        builder = cast("LanceVectorQueryBuilder", table.search(query, query_type="vector"))
+        found = builder.distance_type("cosine").select(["chunk_id", "_distance"]).limit(limit)
+        result = found.to_arrow()
+        return lambda: result
+    query_ = (
+        inner.query()
+        .nearest_to(query)
+        .distance_type("cosine")
+        .select(["chunk_id", "_distance"])
+        .limit(limit)
+    )
+    future: Future[pa.Table] = asyncio.run_coroutine_threadsafe(query_.to_arrow(), LOOP.loop)
+
+    def wait() -> pa.Table:
+        try:
+            return future.result()
+        except BaseException:
+            future.cancel()  # as LanceDB's own LOOP.run does
+            raise
+
+    return wait
 
 
 @lru_cache(maxsize=1)
