@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterable
 from datetime import timedelta
 from pathlib import Path
@@ -375,28 +373,3 @@ def test_settle_leaves_a_table_of_few_files_alone(
 
     assert store.small_fragments() == 3
     assert store.version_count() == versions
-
-
-def test_importing_lancedb_leaves_pydantic_validation_in_place() -> None:
-    # A fresh interpreter: this one may have imported lancedb already.
-    script = """
-import pydantic
-before = pydantic.validate_call
-from ragd.vectors import import_lancedb
-lancedb = import_lancedb()
-assert pydantic.validate_call is before, "validate_call was not restored"
-
-@pydantic.validate_call
-def double(x: int) -> int:
-    return 2 * x
-
-try:
-    double("not a number")
-except pydantic.ValidationError:
-    print("validated", lancedb.__name__)
-"""
-    result = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "validated lancedb"

@@ -19,6 +19,7 @@ from ragd.batches import BatchWriter, DocumentEvent, EventFn
 from ragd.embedding import Embedder
 from ragd.errors import SourceError
 from ragd.folders import FileStat, FolderSource, Listing
+from ragd.lance_session import import_in_background
 from ragd.manifest import (
     SETTLED,
     ChunkRecord,
@@ -31,7 +32,6 @@ from ragd.parsers import UnsupportedDocument
 from ragd.pipeline import Pipeline, ProcessedDocument, chunk_id, content_hash, embed_key
 from ragd.preparing import WORKER_MIN_FILES, Prepared, ToPrepare, prepare, prepare_in_order
 from ragd.stores import WriterStores, reconcile
-from ragd.vectors import import_in_background
 
 ProgressFn = Callable[[int, int], None]
 """Called as progress(done, total) every few listed files, and after the last."""

@@ -5,26 +5,21 @@ vector search needs; chunk texts and metadata live in the manifest, which is the
 so everything here can be rebuilt. One writer process at a time (the data-dir lock ensures it);
 readers in other processes open read-only and call `refresh()` to see newer commits.
 
-Imports only `ragd.errors` and `ragd.faults` (a crash hook for tests). `lancedb` costs ~1 s to
-import, so it is imported (by `import_lancedb`) inside `open` and `open_readonly`: CLI paths that
-never touch vectors don't pay for it.
+Imports only `ragd.errors`, `ragd.faults` (a crash hook for tests) and `ragd.lance_session`,
+which imports lancedb when `open` or `open_readonly` first needs it: CLI paths that never touch
+vectors don't pay for it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from concurrent.futures import Future
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
-from functools import lru_cache
-from importlib import import_module
 from pathlib import Path
-from threading import Lock, Thread
-from types import ModuleType
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -32,6 +27,7 @@ import numpy.typing as npt
 
 from ragd.errors import StoreError
 from ragd.faults import fault_point
+from ragd.lance_session import import_lancedb, session
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -55,12 +51,6 @@ ROWS_PER_PARTITION = 1024
 # many small files a writer compacts: at 125k rows, 451 files made a vector search 10.4 ms
 # p50 and one file 6.6 ms (docs/performance.md).
 COMPACT_AT_FRAGMENTS = 32
-# LanceDB's caches of table metadata and index pages, shared by every handle in a process.
-# Its defaults are GiBs: in a 10-minute soak each committed version added ~0.35 MiB that
-# was never given back (RSS 345 -> 760 MiB); bounded, RSS levels off. The index cache holds
-# an IVF_SQ index of ~1M rows (docs/performance.md).
-METADATA_CACHE_BYTES = 64 << 20
-INDEX_CACHE_BYTES = 256 << 20
 # LanceDB surfaces I/O, commit-conflict and predicate failures as these types.
 _LANCE_ERRORS = (OSError, RuntimeError, ValueError)
 
@@ -72,48 +62,6 @@ class VectorRow:
     chunk_id: str
     doc_id: str
     vector: npt.NDArray[np.float32]
-
-
-_IMPORT_LOCK = Lock()
-# lancedb imports this generated REST client for namespace servers; ragd's local tables never
-# call it.
-_REST_CLIENT = "lance_namespace_urllib3_client"
-
-
-def import_lancedb() -> ModuleType:
-    """lancedb, imported the first time with its REST namespace client left unvalidated.
-
-    That client wraps each of its methods in `pydantic.validate_call` as it is imported:
-    0.55 s of the 1.4 s import on the reference machine, for code a local table never runs.
-    So it is imported first, with `validate_call` a pass-through for that import alone;
-    lancedb itself (which does not use `validate_call`) then imports as usual.
-    """
-    with _IMPORT_LOCK:  # one thread patches and restores `validate_call`
-        if "lancedb" not in sys.modules and _REST_CLIENT not in sys.modules:
-            import pydantic
-
-            validate_call = pydantic.validate_call
-            pydantic.validate_call = _pass_through
-            try:
-                with suppress(ImportError):  # a lancedb that no longer bundles it
-                    import_module(_REST_CLIENT)
-            finally:
-                pydantic.validate_call = validate_call
-        return import_module("lancedb")
-
-
-def _pass_through(func: Any = None, /, **_: Any) -> Any:
-    """`pydantic.validate_call`'s signature, returning the function undecorated."""
-    return func if func is not None else (lambda inner: inner)
-
-
-def import_in_background() -> None:
-    """Start importing lancedb on a thread, for a caller that is about to wait anyway.
-
-    The import is ~1 s of pure-Python work; a big pass waits about that long for its
-    worker's first documents, so the import is done before the first write needs it.
-    """
-    Thread(target=import_lancedb, name="import-lancedb", daemon=True).start()
 
 
 def sql_string(value: str) -> str:
@@ -200,7 +148,7 @@ class VectorStore:
 
         with _lance_errors("open", directory):
             directory.mkdir(parents=True, exist_ok=True)
-            db = lancedb.connect(directory, session=_session())
+            db = lancedb.connect(directory, session=session())
             if _has_table(db):
                 table = db.open_table(TABLE_NAME)
             else:
@@ -228,7 +176,7 @@ class VectorStore:
         lancedb = import_lancedb()
 
         with _lance_errors("open", self._directory):
-            db = lancedb.connect(self._directory, session=_session())
+            db = lancedb.connect(self._directory, session=session())
             if not _has_table(db):
                 return  # no table yet: reads as empty
             table = db.open_table(TABLE_NAME)
@@ -497,13 +445,3 @@ def _start_nearest(
             raise
 
     return wait
-
-
-@lru_cache(maxsize=1)
-def _session() -> Any:
-    """The process's one LanceDB session, with bounded caches."""
-    lancedb = import_lancedb()
-
-    return lancedb.Session(
-        index_cache_size_bytes=INDEX_CACHE_BYTES, metadata_cache_size_bytes=METADATA_CACHE_BYTES
-    )
