@@ -310,7 +310,7 @@ class VectorStore:
         Raises ValueError at once for a query of the wrong shape or with NaN/inf.
         """
         if self._table is None or limit <= 0:
-            return list
+            return lambda: []
         query = np.asarray(vector, dtype=np.float32)
         if query.shape != (self._dim,):
             raise ValueError(f"query vector shape {query.shape}, expected ({self._dim},)")
