@@ -32,8 +32,8 @@ from ragd.pipeline import Pipeline, ProcessedDocument, content_hash
 WORKER_MIN_FILES = 500
 # A task is up to 64 files (its chunks are embedded in one model call, so a task must be
 # big enough to batch) or 1 MiB. The workers may run ahead by up to 160 tasks and 32 MiB
-# of files (one file bigger than that is a task of its own): past one write batch of the
-# indexer (8,192 documents), so they keep working while this process writes, and no
+# of files (one file bigger than that is a task of its own): past the largest write batch
+# (ragd.batches, 8,192 documents), so they keep working while this process writes, and no
 # further, so prepared documents do not pile up.
 _TASK_FILES = 64
 _TASK_BYTES = 1 << 20
