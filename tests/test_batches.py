@@ -122,3 +122,26 @@ def test_unusable_vectors_fail_the_batch_before_any_store_is_written(
     assert stores.manifest.document("docs:a.md") is None
     assert stores.manifest.is_clean()
     assert stores.keywords().chunk_ids() == set()
+
+
+def test_batches_halve_toward_the_end_of_an_expected_pass(
+    stores: WriterStores, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sizes: list[int] = []
+    commit = stores.manifest.commit
+
+    def counting_commit(writes: Sequence[DocumentWrite]) -> None:
+        sizes.append(len(writes))
+        commit(writes)
+
+    monkeypatch.setattr(stores.manifest, "commit", counting_commit)
+    batches = BatchWriter(stores, FakeEmbedder(), batch_chunks=100, first_batch=4)
+
+    batches.expect(40)
+    for n in range(40):
+        batches.add(_failed(f"{n}.md"), (), None)
+    batches.flush()
+
+    # 4 and 8 by the doubling limit; then each write holds as many as are still to come,
+    # never fewer than the first batch; the caller's last flush writes the rest.
+    assert sizes == [4, 8, 14, 7, 4, 3]

@@ -231,6 +231,7 @@ class Indexer:
             worker=(source.reader(), self.embedder),
             min_files=self.worker_min_files,
         )
+        self._batches.expect(len(todo))
         try:
             for done, (entry, record) in enumerate(todo, start=len(same_stat) + 1):
                 if self._stopping():
