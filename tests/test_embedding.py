@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+import sys
 import tarfile
 from pathlib import Path
 from types import SimpleNamespace
@@ -9,7 +12,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from ragd.chunking import ChunkSettings, chunk_document
-from ragd.embedding import _PLAIN, MeanEncoder, Model2VecEmbedder, _weights_dim
+from ragd.embedding import _PLAIN, MeanEncoder, Model2VecEmbedder, _from_directory, _weights_dim
 from ragd.parsers import UnsupportedDocument, parse_document
 from tests.conftest import FASTAPI_DOCS, MODEL_DIR, SHARED
 
@@ -53,6 +56,53 @@ def test_vectors_are_model2vecs_within_float16_rounding() -> None:
     assert vectors.shape == (len(TEXTS), 256)
     assert np.abs(vectors - expected).max() < 2e-3
     assert np.allclose(np.linalg.norm(vectors[[0, 1, 3, 4, 5]], axis=1), 1.0, atol=1e-5)
+
+
+def test_a_local_model_loads_as_model2vec_loads_it() -> None:
+    from model2vec import StaticModel
+
+    shipped = StaticModel.from_pretrained(str(MODEL_DIR))
+    local = _from_directory(MODEL_DIR)
+
+    assert local is not None
+    assert np.array_equal(local.embedding, shipped.embedding)
+    assert local.tokenizer.to_str() == shipped.tokenizer.to_str()
+    assert (local.max_length, local.normalize, local.median_token_length, local.unk_token_id) == (
+        shipped.max_length,
+        shipped.normalize,
+        shipped.median_token_length,
+        shipped.unk_token_id,
+    )
+    assert np.array_equal(local.encode(TEXTS), shipped.encode(TEXTS))
+
+
+def test_loading_a_local_model_does_not_import_the_hub_client() -> None:
+    script = (
+        "import sys; from ragd.embedding import Model2VecEmbedder; "
+        f"Model2VecEmbedder({str(MODEL_DIR)!r}, is_local=True).embed(['x']); "
+        "print(sorted(m for m in sys.modules if m.startswith('huggingface_hub.')))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    ).stdout
+
+    assert "huggingface_hub.repocard" not in loaded
+    assert "huggingface_hub.hf_api" not in loaded
+
+
+def test_a_model_with_more_than_embeddings_is_left_to_model2vec(tmp_path: Path) -> None:
+    from safetensors.numpy import save_file
+
+    for name in ("tokenizer.json", "config.json"):
+        shutil.copy(MODEL_DIR / name, tmp_path / name)
+    table = np.ones((4, 8), dtype=np.float32)
+    save_file(
+        {"embeddings": table, "weights": np.ones(4, dtype=np.float32)},
+        tmp_path / "model.safetensors",
+    )
+
+    assert _from_directory(tmp_path) is None
+    assert _from_directory(tmp_path / "missing") is None
 
 
 def _corpus_chunk_texts() -> list[str]:

@@ -130,9 +130,11 @@ class Model2VecEmbedder:
                 hint="point [embedding] model or RAGD_EMBEDDING_MODEL at a model2vec directory",
             )
         try:
-            from model2vec import StaticModel
+            static = _from_directory(Path(self.model)) if self.is_local else None
+            if static is None:
+                from model2vec import StaticModel
 
-            static = StaticModel.from_pretrained(self.model)
+                static = StaticModel.from_pretrained(self.model)
         except Exception as exc:  # model2vec/hub raise many types; all mean "cannot load"
             raise ModelLoadError(
                 f"cannot load embedding model '{self.model}': {type(exc).__name__}: {exc}".split(
@@ -231,6 +233,37 @@ class MeanEncoder:
                 tokens = [token for token in tokens if token != unknown]
             ids.append(tokens)
         return ids
+
+
+def _from_directory(directory: Path) -> Any | None:
+    """A StaticModel from a local directory in model2vec's own layout, or None for others.
+
+    `StaticModel.from_pretrained` also reads the README's model card through
+    huggingface_hub, whose import took ~0.4 s of the ~0.65 s a load costs, in every
+    process that loads a model (each index worker, each `ragd query`). The card names the
+    base model and languages; encoding reads neither. A vocabulary-quantized model (extra
+    tensors) or another layout is left to `from_pretrained`.
+    """
+    files = [directory / name for name in ("model.safetensors", "tokenizer.json", "config.json")]
+    if not all(path.is_file() for path in files):
+        return None
+    from model2vec import StaticModel
+    from safetensors import safe_open
+    from tokenizers import Tokenizer
+
+    with safe_open(str(files[0]), framework="numpy") as tensors:
+        if set(tensors.keys()) != {"embeddings"}:
+            return None
+        embeddings = tensors.get_tensor("embeddings")
+    config = json.loads(files[2].read_text(encoding="utf-8"))
+    # The defaults from_pretrained applies when config.json is silent.
+    return StaticModel(
+        vectors=embeddings,
+        tokenizer=Tokenizer.from_file(str(files[1])),
+        config=config,
+        normalize=config.get("normalize", False),
+        max_length=config.get("max_length", 512),
+    )
 
 
 def _encodings(tokenizer: Any, texts: list[str]) -> list[Any]:
