@@ -30,6 +30,20 @@ def stores(tmp_path: Path) -> Iterator[WriterStores]:
     opened.close()
 
 
+@pytest.fixture
+def sizes(stores: WriterStores, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The number of documents of each manifest commit, that is, of each written batch."""
+    counted: list[int] = []
+    commit = stores.manifest.commit
+
+    def counting_commit(writes: Sequence[DocumentWrite]) -> None:
+        counted.append(len(writes))
+        commit(writes)
+
+    monkeypatch.setattr(stores.manifest, "commit", counting_commit)
+    return counted
+
+
 def _write(name: str, *texts: str, model: str = "fake:v1") -> tuple[DocumentWrite, tuple[str, ...]]:
     doc_id = f"docs:{name}"
     chunks = tuple(
@@ -62,16 +76,8 @@ def test_nothing_is_written_until_the_batch_is_full_or_flushed(stores: WriterSto
 
 
 def test_the_document_limit_doubles_per_write_up_to_the_maximum(
-    stores: WriterStores, monkeypatch: pytest.MonkeyPatch
+    stores: WriterStores, sizes: list[int]
 ) -> None:
-    sizes: list[int] = []
-    commit = stores.manifest.commit
-
-    def counting_commit(writes: Sequence[DocumentWrite]) -> None:
-        sizes.append(len(writes))
-        commit(writes)
-
-    monkeypatch.setattr(stores.manifest, "commit", counting_commit)
     batches = BatchWriter(stores, FakeEmbedder(), batch_chunks=100, first_batch=1024)
 
     for n in range(1024 + 2048 + 4096 + 2 * MAX_BATCH_DOCUMENTS):
@@ -125,16 +131,8 @@ def test_unusable_vectors_fail_the_batch_before_any_store_is_written(
 
 
 def test_batches_halve_toward_the_end_of_an_expected_pass(
-    stores: WriterStores, monkeypatch: pytest.MonkeyPatch
+    stores: WriterStores, sizes: list[int]
 ) -> None:
-    sizes: list[int] = []
-    commit = stores.manifest.commit
-
-    def counting_commit(writes: Sequence[DocumentWrite]) -> None:
-        sizes.append(len(writes))
-        commit(writes)
-
-    monkeypatch.setattr(stores.manifest, "commit", counting_commit)
     batches = BatchWriter(stores, FakeEmbedder(), batch_chunks=100, first_batch=4)
 
     batches.expect(40)
