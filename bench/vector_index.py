@@ -49,6 +49,10 @@ def index_configs(rows: int) -> dict[str, Callable[[], Any] | None]:
         "none": None,
         "ivf_sq": lambda: IvfSq(distance_type="cosine"),
         "ivf_sq_fine": lambda: IvfSq(distance_type="cosine", num_partitions=fine),
+        # What ragd builds: k-means on 64 rows per partition instead of 256.
+        "ivf_sq_fine_sampled": lambda: IvfSq(
+            distance_type="cosine", num_partitions=fine, sample_rate=64
+        ),
         "ivf_pq": lambda: IvfPq(distance_type="cosine"),
         "ivf_hnsw_sq": lambda: HnswSq(distance_type="cosine"),
     }
