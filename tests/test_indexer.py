@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -72,6 +72,16 @@ class Harness:
                 worker_min_files=worker_min_files,
             )
             return indexer.run(full=full).to_json()
+        finally:
+            stores.close()
+
+    def sync(self, *, keys: Sequence[str] = (), trees: Sequence[str] = ()) -> dict[str, object]:
+        stores = WriterStores(self.data)
+        try:
+            folder = CountingFolder("docs", self.root, ("**/*.md",))
+            pipeline = Pipeline(ChunkSettings(self.max_chars, 120), self.embedder.identity)
+            indexer = Indexer(stores, [folder], pipeline, self.embedder)
+            return indexer.sync("docs", keys=keys, trees=trees).to_json()
         finally:
             stores.close()
 
@@ -390,17 +400,38 @@ def test_a_hint_naming_a_file_twice_indexes_it_once(harness: Harness) -> None:
     (harness.root / "sub" / "guide.md").write_text(DOC)
     harness.run()
     (harness.root / "sub" / "guide.md").write_text(DOC.replace("quokka", "wombat"))
-    stores = WriterStores(harness.data)
-    try:
-        folder = FolderSource("docs", harness.root, ("**/*.md",))
-        pipeline = Pipeline(ChunkSettings(900, 120), harness.embedder.identity)
-        indexer = Indexer(stores, [folder], pipeline, harness.embedder)
-        report = indexer.sync("docs", keys=["sub/guide.md", "sub/guide.md"], trees=["sub"])
-    finally:
-        stores.close()
+    report = harness.sync(keys=["sub/guide.md", "sub/guide.md"], trees=["sub"])
 
-    assert report.changed == 1
+    assert report["documents"]["changed"] == 1  # type: ignore[index]
     assert harness.agree()
+
+
+def test_a_hint_reads_a_rewrite_that_kept_size_and_mtime(harness: Harness) -> None:
+    # A same-size rewrite within one timestamp tick (coarse clocks, FAT, network mounts).
+    page = harness.root / "guide.md"
+    page.write_text(DOC)
+    harness.run()
+    before = page.stat()
+    page.write_text(DOC.replace("quokka", "wombat"))
+    os.utime(page, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+    report = harness.sync(keys=["guide.md"])
+
+    assert report["documents"]["changed"] == 1  # type: ignore[index]
+    assert harness.bm25("wombat")
+    assert harness.agree()
+
+
+def test_a_tree_hint_trusts_an_unchanged_stat(harness: Harness) -> None:
+    (harness.root / "sub").mkdir()
+    (harness.root / "sub" / "guide.md").write_text(DOC)
+    harness.run()
+    CountingFolder.reads = 0
+
+    report = harness.sync(trees=["sub"])
+
+    assert CountingFolder.reads == 0
+    assert report["documents"]["unchanged"] == 1  # type: ignore[index]
 
 
 def test_a_tree_hint_for_a_directory_that_moved_away_deletes_its_documents(
@@ -411,15 +442,9 @@ def test_a_tree_hint_for_a_directory_that_moved_away_deletes_its_documents(
     (harness.root / "keep.md").write_text(DOC)
     harness.run()
     (harness.root / "sub").rename(harness.root.parent / "elsewhere")
-    stores = WriterStores(harness.data)
-    try:
-        folder = FolderSource("docs", harness.root, ("**/*.md",))
-        pipeline = Pipeline(ChunkSettings(900, 120), harness.embedder.identity)
-        report = Indexer(stores, [folder], pipeline, harness.embedder).sync("docs", trees=["sub"])
-    finally:
-        stores.close()
+    report = harness.sync(trees=["sub"])
 
-    assert report.deleted == 1
+    assert report["documents"]["deleted"] == 1  # type: ignore[index]
     assert harness.agree()
 
 

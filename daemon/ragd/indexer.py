@@ -266,7 +266,11 @@ class Indexer:
                 for entry in listing.files:
                     if self._stopping():
                         break
-                    self._visit(source, entry, known.get(entry.key), full=False)
+                    record = known.get(entry.key)
+                    if record is not None and self._stat_unchanged(record, entry):
+                        self._unchanged(record.doc_id, entry.size, entry.mtime_ns)
+                    else:
+                        self._visit(source, entry, record, full=False)
                 self._delete_unlisted(source, listing, known)
             for key in keys:
                 if self._stopping():
@@ -453,15 +457,6 @@ class Indexer:
         fingerprint = self.pipeline.fingerprint
         settled = record is not None and record.status in SETTLED
         same_recipe = record is not None and record.fingerprint == fingerprint
-        if (
-            settled
-            and same_recipe
-            and not full
-            and record is not None
-            and (record.size, record.mtime_ns) == (entry.size, entry.mtime_ns)
-        ):
-            self._unchanged(record.doc_id, entry.size, entry.mtime_ns)
-            return
         doc_id = f"{source.name}:{entry.key}"
         if prepared is None:
             known = self._known_hash(record, full=full)
@@ -509,6 +504,20 @@ class Indexer:
             started,
             vectors=prepared.vectors,
             identifiers=prepared.identifiers,
+        )
+
+    def _stat_unchanged(self, record: DocumentRecord, entry: FileStat) -> bool:
+        """A listed file whose size and mtime are those it was indexed with (settled, same
+        recipe): unchanged, without opening it.
+
+        Listings only. A key hint means the watcher saw the file written, and a rewrite of
+        the same size within one timestamp tick of the last (coarse clocks, FAT, network
+        mounts) leaves both equal: hinted files are read and hashed instead.
+        """
+        return (
+            record.status in SETTLED
+            and record.fingerprint == self.pipeline.fingerprint
+            and (record.size, record.mtime_ns) == (entry.size, entry.mtime_ns)
         )
 
     def _known_hash(self, record: DocumentRecord | None, *, full: bool) -> str | None:
