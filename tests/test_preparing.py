@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import multiprocessing
 import os
+import signal
+import subprocess
+import sys
+import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,6 +62,39 @@ class RecordsNiceness:
         with open(self.log, "a") as log:
             log.write(f"{os.getpid()} {os.nice(0)}\n")
         return self.reader(key)
+
+
+@dataclass(frozen=True)
+class SlowAndNoted:
+    """Reads like FileReader, slowly, and notes the pid of each process that reads."""
+
+    reader: FileReader
+    log: str
+
+    def __call__(self, key: str) -> FileContent:
+        with open(self.log, "a") as log:
+            log.write(f"{os.getpid()}\n")
+        time.sleep(0.05)
+        return self.reader(key)
+
+
+# Run by a child process, which the test kills while its workers are busy.
+_KILLED_CALLER = """
+import sys
+from pathlib import Path
+from ragd.folders import FileReader
+from ragd.preparing import ToPrepare, prepare_in_order
+from tests.conftest import FakeEmbedder
+from tests.test_preparing import PIPELINE, SlowAndNoted
+root, log = Path(sys.argv[1]), sys.argv[2]
+files = [ToPrepare(p.name, None, p.stat().st_size) for p in sorted(root.iterdir())]
+reader = SlowAndNoted(FileReader(str(root), 1000), log)
+worker = (reader, FakeEmbedder())
+prepared = prepare_in_order(files, PIPELINE, read=reader, worker=worker, min_files=1)
+next(prepared)
+print("working", flush=True)
+sys.stdin.read()
+"""
 
 
 @pytest.fixture
@@ -238,3 +276,41 @@ def test_a_tasks_results_fit_the_result_pipe_whole() -> None:
         _widen_result_pipe(pool)
         reader = pool._result_queue._reader  # the executor's own (private) result pipe
         assert fcntl.fcntl(reader.fileno(), fcntl.F_GETPIPE_SZ) == 1 << 20
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rpartition(")")[2].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_workers_exit_when_the_process_that_started_them_is_killed(
+    root: Path, tmp_path: Path
+) -> None:
+    log = tmp_path / "readers.log"
+    workers: set[int] = set()
+    with subprocess.Popen(
+        [sys.executable, "-c", _KILLED_CALLER, str(root), str(log)],
+        cwd=Path(__file__).resolve().parents[1],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    ) as caller:
+        try:
+            assert caller.stdout is not None and caller.stdout.readline() == b"working\n"
+            workers = {int(pid) for pid in log.read_text().split()} - {caller.pid}
+            assert workers
+
+            caller.kill()
+            caller.wait()
+
+            deadline = time.monotonic() + 10
+            while any(map(_running, workers)) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert not any(map(_running, workers))
+        finally:
+            caller.kill()
+            for pid in workers:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)

@@ -14,6 +14,8 @@ import contextlib
 import fcntl
 import multiprocessing
 import os
+import select
+import threading
 from collections import deque
 from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -108,14 +110,37 @@ def prepare(key: str, known_hash: str | None, pipeline: Pipeline, read: Reader) 
 _worker: tuple[Pipeline, Embedder] | None = None
 
 
-def _start_worker(pipeline: Pipeline, embedder: Embedder) -> None:
+def _start_worker(pipeline: Pipeline, embedder: Embedder, caller: int) -> None:
     global _worker  # one per worker process, set by its initializer
     _worker = (pipeline, embedder)
+    _exit_with(caller)
     # One worker per core already: a tokenizer thread pool per worker only adds threads
     # that spin while they wait. In 7 paired full tldr indexes this had less idle CPU in
     # all 7 and finished first in 5.
     os.environ["TOKENIZERS_PARALLELISM"] = "false"
     os.nice(_WORKER_NICENESS)
+
+
+def _exit_with(caller: int) -> None:
+    """End this worker as soon as the process that started it is gone, however it died.
+
+    A worker waits for tasks on a queue whose writing end it also holds, and it keeps the
+    fork server alive: when the caller is killed (SIGKILL, the OOM killer), both would
+    otherwise live on, each worker holding a model. A pidfd becomes readable when the
+    caller exits; on a kernel without pidfds (before Linux 5.3) the worker is not watched.
+    """
+    try:
+        watched = os.pidfd_open(caller)
+    except ProcessLookupError:
+        os._exit(1)  # the caller died before this worker started
+    except (AttributeError, OSError):
+        return
+
+    def wait() -> None:
+        select.select([watched], [], [])
+        os._exit(1)  # nothing left to report to; skip interpreter teardown
+
+    threading.Thread(target=wait, name="watch-caller", daemon=True).start()
 
 
 def _prepare_task(files: Sequence[ToPrepare], read: Reader) -> list[Prepared]:
@@ -170,7 +195,7 @@ def prepare_in_order(
         _WORKERS,
         mp_context=multiprocessing.get_context("forkserver"),
         initializer=_start_worker,
-        initargs=(pipeline, embedder),
+        initargs=(pipeline, embedder, os.getpid()),
     ) as pool:
         _widen_result_pipe(pool)
         pending: deque[tuple[Future[list[Prepared]], int]] = deque()
