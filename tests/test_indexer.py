@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -126,8 +127,18 @@ def _chunks(report: dict[str, object]) -> dict[str, int]:
     return report["chunks"]  # type: ignore[return-value]
 
 
+def _written_an_hour_ago(root: Path) -> None:
+    """Date every file back: a stat only stands for a file modified well before it was
+    read (ragd.manifest.RACY_SECONDS); tests otherwise write and index in one tick."""
+    past = time.time_ns() - 3600 * 10**9
+    for path in root.rglob("*"):
+        if path.is_file():
+            os.utime(path, ns=(past, past))
+
+
 def test_unchanged_files_are_not_even_read(harness: Harness) -> None:
     (harness.root / "guide.md").write_text(DOC)
+    _written_an_hour_ago(harness.root)
     harness.run()
     CountingFolder.reads = 0
 
@@ -136,6 +147,50 @@ def test_unchanged_files_are_not_even_read(harness: Harness) -> None:
     assert CountingFolder.reads == 0
     assert _docs(report)["unchanged"] == 1
     assert _chunks(report)["embedded"] == 0
+
+
+def test_a_file_indexed_right_after_it_was_written_is_hashed_again_not_embedded(
+    harness: Harness,
+) -> None:
+    (harness.root / "guide.md").write_text(DOC)
+    harness.run()
+    CountingFolder.reads = 0
+
+    report = harness.run()
+
+    assert CountingFolder.reads == 1
+    assert _docs(report)["unchanged"] == 1
+    assert _chunks(report)["embedded"] == 0
+
+
+def test_a_pass_finds_a_rewrite_that_kept_size_and_mtime_within_the_racy_window(
+    harness: Harness,
+) -> None:
+    page = harness.root / "guide.md"
+    page.write_text(DOC)
+    harness.run()
+    before = page.stat()
+    page.write_text(DOC.replace("quokka", "wombat"))
+    os.utime(page, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+    report = harness.run()
+
+    assert _docs(report)["changed"] == 1
+    assert harness.bm25("wombat")
+
+
+def test_once_hashed_well_after_its_last_write_a_file_is_passed_over_by_stat(
+    harness: Harness,
+) -> None:
+    (harness.root / "guide.md").write_text(DOC)
+    harness.run()
+    _written_an_hour_ago(harness.root)
+    harness.run()  # the stat changed: read, hashed, the same bytes
+    CountingFolder.reads = 0
+
+    harness.run()
+
+    assert CountingFolder.reads == 0
 
 
 def test_a_no_op_pass_records_every_document_as_checked_again(harness: Harness) -> None:
@@ -155,6 +210,7 @@ def test_an_interrupted_pass_records_only_the_files_it_reached_as_checked(
 ) -> None:
     for name in ("a.md", "b.md", "c.md"):
         (harness.root / name).write_text(DOC.replace("Guide", name))
+    _written_an_hour_ago(harness.root)
     harness.run()
     before = harness.checked_at()
     polls = iter(range(100))
@@ -284,6 +340,7 @@ def test_a_fingerprint_change_re_processes_every_document(tmp_path: Path) -> Non
 def test_a_failed_file_is_not_retried_until_it_changes(harness: Harness) -> None:
     path = harness.root / "blob.md"
     path.write_bytes(b"\x00\x01binary")
+    _written_an_hour_ago(harness.root)
     first = harness.run()
     CountingFolder.reads = 0
 
@@ -425,6 +482,7 @@ def test_a_hint_reads_a_rewrite_that_kept_size_and_mtime(harness: Harness) -> No
 def test_a_tree_hint_trusts_an_unchanged_stat(harness: Harness) -> None:
     (harness.root / "sub").mkdir()
     (harness.root / "sub" / "guide.md").write_text(DOC)
+    _written_an_hour_ago(harness.root)
     harness.run()
     CountingFolder.reads = 0
 
@@ -432,6 +490,20 @@ def test_a_tree_hint_trusts_an_unchanged_stat(harness: Harness) -> None:
 
     assert CountingFolder.reads == 0
     assert report["documents"]["unchanged"] == 1  # type: ignore[index]
+
+
+def test_a_tree_hint_reads_a_file_indexed_right_after_it_was_written(harness: Harness) -> None:
+    (harness.root / "sub").mkdir()
+    page = harness.root / "sub" / "guide.md"
+    page.write_text(DOC)
+    harness.run()
+    before = page.stat()
+    page.write_text(DOC.replace("quokka", "wombat"))
+    os.utime(page, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+    report = harness.sync(trees=["sub"])
+
+    assert report["documents"]["changed"] == 1  # type: ignore[index]
 
 
 def test_a_tree_hint_for_a_directory_that_moved_away_deletes_its_documents(

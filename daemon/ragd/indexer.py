@@ -26,6 +26,7 @@ from ragd.manifest import (
     DocumentRecord,
     DocumentWrite,
     FileState,
+    stat_vouches,
     utc_now,
 )
 from ragd.parsers import UnsupportedDocument
@@ -507,18 +508,17 @@ class Indexer:
         )
 
     def _stat_unchanged(self, record: DocumentRecord, entry: FileStat) -> bool:
-        """A listed file whose size and mtime are those it was indexed with (settled, same
-        recipe): unchanged, without opening it.
+        """A listed file whose size and mtime are those it was indexed with, and may stand
+        for its content (ragd.manifest.stat_vouches): unchanged, without opening it.
 
         Listings only. A key hint means the watcher saw the file written, and a rewrite of
         the same size within one timestamp tick of the last (coarse clocks, FAT, network
         mounts) leaves both equal: hinted files are read and hashed instead.
         """
-        return (
-            record.status in SETTLED
-            and record.fingerprint == self.pipeline.fingerprint
-            and (record.size, record.mtime_ns) == (entry.size, entry.mtime_ns)
-        )
+        return stat_vouches(record, self.pipeline.fingerprint) and (
+            record.size,
+            record.mtime_ns,
+        ) == (entry.size, entry.mtime_ns)
 
     def _known_hash(self, record: DocumentRecord | None, *, full: bool) -> str | None:
         """The hash that makes parsing a file unnecessary: its settled, same-recipe content."""

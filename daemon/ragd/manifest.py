@@ -144,9 +144,32 @@ _SELECT_DOCUMENTS = (
 
 SETTLED = ("indexed", "failed")  # a document in one of these states waits for a change
 _SETTLED_SQL = f"status IN ({', '.join(repr(status) for status in SETTLED)})"
+# A file modified this close to when it was last read and hashed may be rewritten within
+# the same timestamp tick (two seconds on FAT, one on HFS+ and many network mounts; a
+# commit comes seconds after the read in a big pass), keeping its size and mtime: its stat
+# cannot vouch for it, so the next pass reads and hashes it again (git's "racily clean").
+RACY_SECONDS = 60
+_STAT_VOUCHES_SQL = (
+    f"{_SETTLED_SQL} AND fingerprint = ?1 AND mtime_ns < "
+    f"((julianday(checked_at) - 2440587.5) * 86400.0 - {RACY_SECONDS}) * 1e9"
+)
+
+
+def stat_vouches(record: DocumentRecord, fingerprint: str) -> bool:
+    """Whether a record's size and mtime may stand for its content: settled under
+    `fingerprint`, and modified RACY_SECONDS or more before it was last read."""
+    return (
+        record.status in SETTLED
+        and record.fingerprint == fingerprint
+        and record.mtime_ns is not None
+        and record.checked_at is not None
+        and record.mtime_ns
+        < (parse_time(record.checked_at).timestamp() - RACY_SECONDS) * 1_000_000_000
+    )
+
 
 # What a pass needs to tell an unchanged file from a changed one, and no more: (key, size,
-# mtime_ns), with size and mtime None unless the document is settled under the pipeline.
+# mtime_ns), with size and mtime None unless the document's stat vouches for it (above).
 FileState = tuple[str, int | None, int | None]
 
 
@@ -259,8 +282,8 @@ class Manifest:
         anyway, in page order.
         """
         rows = self._conn.execute(
-            f"SELECT key, CASE WHEN {_SETTLED_SQL} AND fingerprint = ?1 THEN size END, "
-            f"CASE WHEN {_SETTLED_SQL} AND fingerprint = ?1 THEN mtime_ns END "
+            f"SELECT key, CASE WHEN {_STAT_VOUCHES_SQL} THEN size END, "
+            f"CASE WHEN {_STAT_VOUCHES_SQL} THEN mtime_ns END "
             "FROM documents NOT INDEXED WHERE source = ?2",
             (fingerprint, source),
         )
