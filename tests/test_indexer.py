@@ -136,6 +136,13 @@ def _written_an_hour_ago(root: Path) -> None:
             os.utime(path, ns=(past, past))
 
 
+def _rewrite_keeping_size_and_mtime(page: Path) -> None:
+    """A same-size rewrite within one timestamp tick (coarse clocks, FAT, network mounts)."""
+    before = page.stat()
+    page.write_text(page.read_text().replace("quokka", "wombat"))
+    os.utime(page, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+
 def test_unchanged_files_are_not_even_read(harness: Harness) -> None:
     (harness.root / "guide.md").write_text(DOC)
     _written_an_hour_ago(harness.root)
@@ -169,9 +176,7 @@ def test_a_pass_finds_a_rewrite_that_kept_size_and_mtime_within_the_racy_window(
     page = harness.root / "guide.md"
     page.write_text(DOC)
     harness.run()
-    before = page.stat()
-    page.write_text(DOC.replace("quokka", "wombat"))
-    os.utime(page, ns=(before.st_atime_ns, before.st_mtime_ns))
+    _rewrite_keeping_size_and_mtime(page)
 
     report = harness.run()
 
@@ -464,13 +469,10 @@ def test_a_hint_naming_a_file_twice_indexes_it_once(harness: Harness) -> None:
 
 
 def test_a_hint_reads_a_rewrite_that_kept_size_and_mtime(harness: Harness) -> None:
-    # A same-size rewrite within one timestamp tick (coarse clocks, FAT, network mounts).
     page = harness.root / "guide.md"
     page.write_text(DOC)
     harness.run()
-    before = page.stat()
-    page.write_text(DOC.replace("quokka", "wombat"))
-    os.utime(page, ns=(before.st_atime_ns, before.st_mtime_ns))
+    _rewrite_keeping_size_and_mtime(page)
 
     report = harness.sync(keys=["guide.md"])
 
@@ -497,9 +499,7 @@ def test_a_tree_hint_reads_a_file_indexed_right_after_it_was_written(harness: Ha
     page = harness.root / "sub" / "guide.md"
     page.write_text(DOC)
     harness.run()
-    before = page.stat()
-    page.write_text(DOC.replace("quokka", "wombat"))
-    os.utime(page, ns=(before.st_atime_ns, before.st_mtime_ns))
+    _rewrite_keeping_size_and_mtime(page)
 
     report = harness.sync(trees=["sub"])
 

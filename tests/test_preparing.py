@@ -52,29 +52,18 @@ class DiesInWorker:
 
 
 @dataclass(frozen=True)
-class RecordsNiceness:
-    """Reads like FileReader, and notes the niceness of each process that reads."""
+class RecordsReaders:
+    """Reads like FileReader, after `delay` seconds, and notes the pid and niceness of each
+    process that reads."""
 
     reader: FileReader
     log: str
+    delay: float = 0.0
 
     def __call__(self, key: str) -> FileContent:
         with open(self.log, "a") as log:
             log.write(f"{os.getpid()} {os.nice(0)}\n")
-        return self.reader(key)
-
-
-@dataclass(frozen=True)
-class SlowAndNoted:
-    """Reads like FileReader, slowly, and notes the pid of each process that reads."""
-
-    reader: FileReader
-    log: str
-
-    def __call__(self, key: str) -> FileContent:
-        with open(self.log, "a") as log:
-            log.write(f"{os.getpid()}\n")
-        time.sleep(0.05)
+        time.sleep(self.delay)
         return self.reader(key)
 
 
@@ -85,10 +74,10 @@ from pathlib import Path
 from ragd.folders import FileReader
 from ragd.preparing import ToPrepare, prepare_in_order
 from tests.conftest import FakeEmbedder
-from tests.test_preparing import PIPELINE, SlowAndNoted
+from tests.test_preparing import PIPELINE, RecordsReaders
 root, log = Path(sys.argv[1]), sys.argv[2]
 files = [ToPrepare(p.name, None, p.stat().st_size) for p in sorted(root.iterdir())]
-reader = SlowAndNoted(FileReader(str(root), 1000), log)
+reader = RecordsReaders(FileReader(str(root), 1000), log, delay=0.05)
 worker = (reader, FakeEmbedder())
 prepared = prepare_in_order(files, PIPELINE, read=reader, worker=worker, min_files=1)
 next(prepared)
@@ -258,7 +247,7 @@ def test_a_worker_finds_each_chunks_identifier_terms(root: Path) -> None:
 
 def test_workers_yield_the_cpu_to_the_process_that_writes(root: Path, tmp_path: Path) -> None:
     log = tmp_path / "niceness.log"
-    reader = RecordsNiceness(FileReader(str(root), 1000), str(log))
+    reader = RecordsReaders(FileReader(str(root), 1000), str(log))
     prepared = list(
         prepare_in_order(
             _files(root), PIPELINE, read=reader, worker=(reader, FakeEmbedder()), min_files=1
@@ -299,7 +288,7 @@ def test_workers_exit_when_the_process_that_started_them_is_killed(
     ) as caller:
         try:
             assert caller.stdout is not None and caller.stdout.readline() == b"working\n"
-            workers = {int(pid) for pid in log.read_text().split()} - {caller.pid}
+            workers = {int(line.split()[0]) for line in log.read_text().splitlines()} - {caller.pid}
             assert workers
 
             caller.kill()
