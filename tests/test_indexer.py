@@ -170,6 +170,19 @@ def test_a_file_indexed_right_after_it_was_written_is_hashed_again_not_embedded(
     assert _chunks(report)["embedded"] == 0
 
 
+def test_only_the_files_written_just_before_a_pass_are_hashed_again(harness: Harness) -> None:
+    (harness.root / "old.md").write_text(DOC)
+    _written_an_hour_ago(harness.root)
+    (harness.root / "new.md").write_text(DOC.replace("Guide", "New"))
+    harness.run()
+    CountingFolder.reads = 0
+
+    report = harness.run()
+
+    assert CountingFolder.reads == 1
+    assert _docs(report)["unchanged"] == 2
+
+
 def test_a_pass_finds_a_rewrite_that_kept_size_and_mtime_within_the_racy_window(
     harness: Harness,
 ) -> None:

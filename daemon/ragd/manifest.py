@@ -149,9 +149,18 @@ _SETTLED_SQL = f"status IN ({', '.join(repr(status) for status in SETTLED)})"
 # commit comes seconds after the read in a big pass), keeping its size and mtime: its stat
 # cannot vouch for it, so the next pass reads and hashes it again (git's "racily clean").
 RACY_SECONDS = 60
+
+
+def _vouch_before_sql(checked_at: str) -> str:
+    """SQL for the newest mtime (ns) a stat can vouch for, given when the row was checked."""
+    return f"((julianday({checked_at}) - 2440587.5) * 86400.0 - {RACY_SECONDS}) * 1e9"
+
+
+# ?3 is the bound for the source's oldest check: files older than that (most, on a no-op)
+# skip the per-row date arithmetic, which cost a 38k-file file_states 25 ms of its ~70.
 _STAT_VOUCHES_SQL = (
-    f"{_SETTLED_SQL} AND fingerprint = ?1 AND mtime_ns < "
-    f"((julianday(checked_at) - 2440587.5) * 86400.0 - {RACY_SECONDS}) * 1e9"
+    f"{_SETTLED_SQL} AND fingerprint = ?1 "
+    f"AND (mtime_ns < ?3 OR mtime_ns < {_vouch_before_sql('checked_at')})"
 )
 
 
@@ -281,11 +290,16 @@ class Manifest:
         file, no records. A table scan, not the (source, key) index: it reads every row
         anyway, in page order.
         """
+        (oldest,) = self._conn.execute(
+            f"SELECT {_vouch_before_sql('MIN(checked_at)')} "
+            "FROM documents NOT INDEXED WHERE source = ?",
+            (source,),
+        ).fetchone()
         rows = self._conn.execute(
             f"SELECT key, CASE WHEN {_STAT_VOUCHES_SQL} THEN size END, "
             f"CASE WHEN {_STAT_VOUCHES_SQL} THEN mtime_ns END "
             "FROM documents NOT INDEXED WHERE source = ?2",
-            (fingerprint, source),
+            (fingerprint, source, oldest if oldest is not None else 0),
         )
         return {row[0]: row for row in rows}
 
