@@ -515,10 +515,8 @@ class Indexer:
         the same size within one timestamp tick of the last (coarse clocks, FAT, network
         mounts) leaves both equal: hinted files are read and hashed instead.
         """
-        return stat_vouches(record, self.pipeline.fingerprint) and (
-            record.size,
-            record.mtime_ns,
-        ) == (entry.size, entry.mtime_ns)
+        same_stat = (record.size, record.mtime_ns) == (entry.size, entry.mtime_ns)
+        return same_stat and stat_vouches(record, self.pipeline.fingerprint)
 
     def _known_hash(self, record: DocumentRecord | None, *, full: bool) -> str | None:
         """The hash that makes parsing a file unnecessary: its settled, same-recipe content."""

@@ -52,9 +52,9 @@ ROWS_PER_PARTITION = 1024
 # p50 and one file 6.6 ms (docs/performance.md).
 COMPACT_AT_FRAGMENTS = 32
 # k-means trains on this many rows per partition (LanceDB's default is 256), so its cost
-# grows with the square of the partition count. At 125k rows 64 built the index in 3.6-3.9
-# s instead of 6.7-8.3, at the same recall@10 (0.92-0.93) and recall@50 (0.95); at 41k
-# rows 1.0-1.3 s instead of 1.3 (bench/vector_index.py, docs/performance.md).
+# grows with the square of the partition count. With 64, the index of 125k rows built in
+# 3.6-3.9 s instead of 6.7-8.3 s at the same recall@10 (0.92-0.93) and recall@50 (0.95);
+# of tldr's 41k, 0.82 s instead of 1.06 (medians; bench/vector_index.py).
 IVF_SAMPLE_RATE = 64
 # LanceDB surfaces I/O, commit-conflict and predicate failures as these types.
 _LANCE_ERRORS = (OSError, RuntimeError, ValueError)
