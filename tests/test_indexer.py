@@ -156,21 +156,9 @@ def test_unchanged_files_are_not_even_read(harness: Harness) -> None:
     assert _chunks(report)["embedded"] == 0
 
 
-def test_a_file_indexed_right_after_it_was_written_is_hashed_again_not_embedded(
+def test_only_the_files_written_just_before_a_pass_are_hashed_again_and_none_embedded(
     harness: Harness,
 ) -> None:
-    (harness.root / "guide.md").write_text(DOC)
-    harness.run()
-    CountingFolder.reads = 0
-
-    report = harness.run()
-
-    assert CountingFolder.reads == 1
-    assert _docs(report)["unchanged"] == 1
-    assert _chunks(report)["embedded"] == 0
-
-
-def test_only_the_files_written_just_before_a_pass_are_hashed_again(harness: Harness) -> None:
     (harness.root / "old.md").write_text(DOC)
     _written_an_hour_ago(harness.root)
     (harness.root / "new.md").write_text(DOC.replace("Guide", "New"))
@@ -181,6 +169,7 @@ def test_only_the_files_written_just_before_a_pass_are_hashed_again(harness: Har
 
     assert CountingFolder.reads == 1
     assert _docs(report)["unchanged"] == 2
+    assert _chunks(report)["embedded"] == 0
 
 
 def test_a_pass_finds_a_rewrite_that_kept_size_and_mtime_within_the_racy_window(
