@@ -10,7 +10,7 @@ import pytest
 
 from ragd.batches import MAX_BATCH_DOCUMENTS, BatchWriter, DocumentEvent
 from ragd.errors import RagdError
-from ragd.manifest import ChunkRecord, DocumentWrite
+from ragd.manifest import ChunkRecord, DocumentWrite, utc_now
 from ragd.pipeline import chunk_id, embed_key
 from ragd.stores import DataDir, WriterStores
 from tests.conftest import FakeEmbedder
@@ -36,9 +36,9 @@ def sizes(stores: WriterStores, monkeypatch: pytest.MonkeyPatch) -> list[int]:
     counted: list[int] = []
     commit = stores.manifest.commit
 
-    def counting_commit(writes: Sequence[DocumentWrite]) -> None:
+    def counting_commit(writes: Sequence[DocumentWrite], *, checked_at: str) -> None:
         counted.append(len(writes))
-        commit(writes)
+        commit(writes, checked_at=checked_at)
 
     monkeypatch.setattr(stores.manifest, "commit", counting_commit)
     return counted
@@ -61,7 +61,12 @@ def _failed(name: str) -> DocumentWrite:
 def test_nothing_is_written_until_the_batch_is_full_or_flushed(stores: WriterStores) -> None:
     events: list[DocumentEvent] = []
     batches = BatchWriter(
-        stores, FakeEmbedder(), batch_chunks=100, first_batch=3, on_event=events.append
+        stores,
+        FakeEmbedder(),
+        batch_chunks=100,
+        first_batch=3,
+        checked_at=utc_now(),
+        on_event=events.append,
     )
     writes = [_write(name, f"text of {name}") for name in ("a.md", "b.md", "c.md")]
 
@@ -78,7 +83,9 @@ def test_nothing_is_written_until_the_batch_is_full_or_flushed(stores: WriterSto
 def test_the_document_limit_doubles_per_write_up_to_the_maximum(
     stores: WriterStores, sizes: list[int]
 ) -> None:
-    batches = BatchWriter(stores, FakeEmbedder(), batch_chunks=100, first_batch=1024)
+    batches = BatchWriter(
+        stores, FakeEmbedder(), batch_chunks=100, first_batch=1024, checked_at=utc_now()
+    )
 
     for n in range(1024 + 2048 + 4096 + 2 * MAX_BATCH_DOCUMENTS):
         batches.add(_failed(f"{n}.md"), (), None)
@@ -88,7 +95,7 @@ def test_the_document_limit_doubles_per_write_up_to_the_maximum(
 
 def test_a_vector_already_cached_is_not_embedded_again(stores: WriterStores) -> None:
     embedder = FakeEmbedder()
-    batches = BatchWriter(stores, embedder, batch_chunks=100, first_batch=1)
+    batches = BatchWriter(stores, embedder, batch_chunks=100, first_batch=1, checked_at=utc_now())
 
     batches.add(*_write("a.md", "shared words"), None)
     batches.add(*_write("b.md", "shared words", "new words"), None)
@@ -102,7 +109,7 @@ def test_vectors_a_worker_computed_reach_the_store_without_the_model(
     stores: WriterStores,
 ) -> None:
     embedder = FakeEmbedder()
-    batches = BatchWriter(stores, embedder, batch_chunks=100, first_batch=10)
+    batches = BatchWriter(stores, embedder, batch_chunks=100, first_batch=10, checked_at=utc_now())
     write, texts = _write("a.md", "one", "two")
     given = embedder.embed(list(texts))
     embedder.texts.clear()
@@ -119,7 +126,9 @@ def test_vectors_a_worker_computed_reach_the_store_without_the_model(
 def test_unusable_vectors_fail_the_batch_before_any_store_is_written(
     stores: WriterStores,
 ) -> None:
-    batches = BatchWriter(stores, NaNEmbedder(), batch_chunks=100, first_batch=10)
+    batches = BatchWriter(
+        stores, NaNEmbedder(), batch_chunks=100, first_batch=10, checked_at=utc_now()
+    )
     batches.add(*_write("a.md", "some text"), None)
 
     with pytest.raises(RagdError, match="unusable vectors"):
@@ -133,7 +142,9 @@ def test_unusable_vectors_fail_the_batch_before_any_store_is_written(
 def test_batches_halve_toward_the_end_of_an_expected_pass(
     stores: WriterStores, sizes: list[int]
 ) -> None:
-    batches = BatchWriter(stores, FakeEmbedder(), batch_chunks=100, first_batch=4)
+    batches = BatchWriter(
+        stores, FakeEmbedder(), batch_chunks=100, first_batch=4, checked_at=utc_now()
+    )
 
     batches.expect(40)
     for n in range(40):

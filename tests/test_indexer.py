@@ -6,6 +6,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from ragd.errors import LockedError
 from ragd.folders import FileContent, FolderSource
 from ragd.indexer import Indexer
 from ragd.keywords import KeywordStore
-from ragd.manifest import Manifest
+from ragd.manifest import Manifest, format_time
 from ragd.pipeline import Pipeline
 from ragd.stores import DataDir, WriterLock, WriterStores, compare_ids, compare_stores
 from tests.conftest import FakeEmbedder
@@ -178,6 +179,28 @@ def test_a_pass_finds_a_rewrite_that_kept_size_and_mtime_within_the_racy_window(
     page = harness.root / "guide.md"
     page.write_text(DOC)
     harness.run()
+    _rewrite_keeping_size_and_mtime(page)
+
+    report = harness.run()
+
+    assert _docs(report)["changed"] == 1
+    assert harness.bm25("wombat")
+
+
+@pytest.mark.parametrize("found", ["new", "unchanged"])
+def test_a_pass_that_outlasts_the_racy_window_still_reads_again_what_was_written_as_it_began(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch, found: str
+) -> None:
+    page = harness.root / "guide.md"
+    page.write_text(DOC)
+    if found == "unchanged":
+        harness.run()
+        os.utime(page)  # the same bytes, a new mtime: the next pass reads and hashes it
+    # Every manifest write of this pass lands ten minutes after the pass began.
+    ten_minutes_on = datetime.now(UTC) + timedelta(minutes=10)
+    monkeypatch.setattr("ragd.manifest.utc_now", lambda: format_time(ten_minutes_on))
+    harness.run()
+    monkeypatch.undo()
     _rewrite_keeping_size_and_mtime(page)
 
     report = harness.run()
@@ -409,7 +432,7 @@ def test_a_crash_before_the_manifest_commit_is_repaired_on_the_next_run(
     harness.run()
     (harness.root / "guide.md").write_text(DOC.replace("quokka", "wombat"))
 
-    def crash(*_: object) -> None:
+    def crash(*_: object, **__: object) -> None:
         raise SystemExit("killed between the store writes and the manifest commit")
 
     monkeypatch.setattr("ragd.manifest.Manifest.commit", crash)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ragd.manifest import ChunkRecord, DocumentWrite, Manifest
+from ragd.manifest import ChunkRecord, DocumentWrite, Manifest, utc_now
 
 
 @pytest.fixture
@@ -30,10 +30,10 @@ def _indexed(doc_id: str, *texts: str) -> DocumentWrite:
 
 
 def test_a_document_written_again_keeps_when_it_was_first_seen(manifest: Manifest) -> None:
-    manifest.commit([_indexed("docs:a.md", "one")])
+    manifest.commit([_indexed("docs:a.md", "one")], checked_at=utc_now())
     first = manifest.document("docs:a.md")
 
-    manifest.commit([_indexed("docs:a.md", "two", "three")])
+    manifest.commit([_indexed("docs:a.md", "two", "three")], checked_at=utc_now())
     again = manifest.document("docs:a.md")
 
     assert first is not None and again is not None
@@ -43,11 +43,11 @@ def test_a_document_written_again_keeps_when_it_was_first_seen(manifest: Manifes
 
 
 def test_a_failed_write_keeps_the_time_of_the_last_good_index(manifest: Manifest) -> None:
-    manifest.commit([_indexed("docs:a.md", "one")])
+    manifest.commit([_indexed("docs:a.md", "one")], checked_at=utc_now())
     indexed_at = manifest.document("docs:a.md").indexed_at  # type: ignore[union-attr]
 
     failed = replace(_indexed("docs:a.md"), status="failed", error="cannot be parsed")
-    manifest.commit([failed])
+    manifest.commit([failed], checked_at=utc_now())
 
     record = manifest.document("docs:a.md")
     assert record is not None
@@ -57,9 +57,11 @@ def test_a_failed_write_keeps_the_time_of_the_last_good_index(manifest: Manifest
 
 
 def test_a_deleted_write_removes_the_document_and_its_chunks_only(manifest: Manifest) -> None:
-    manifest.commit([_indexed("docs:a.md", "one"), _indexed("docs:b.md", "two")])
+    manifest.commit(
+        [_indexed("docs:a.md", "one"), _indexed("docs:b.md", "two")], checked_at=utc_now()
+    )
 
-    manifest.commit([replace(_indexed("docs:a.md"), status="deleted")])
+    manifest.commit([replace(_indexed("docs:a.md"), status="deleted")], checked_at=utc_now())
 
     assert manifest.document("docs:a.md") is None
     assert manifest.chunk_ids() == {"docs:b.md#0"}
@@ -67,6 +69,8 @@ def test_a_deleted_write_removes_the_document_and_its_chunks_only(manifest: Mani
 
 def test_a_document_written_twice_in_one_commit_is_refused(manifest: Manifest) -> None:
     with pytest.raises(ValueError, match="once per call"):
-        manifest.commit([_indexed("docs:a.md", "one"), _indexed("docs:a.md", "two")])
+        manifest.commit(
+            [_indexed("docs:a.md", "one"), _indexed("docs:a.md", "two")], checked_at=utc_now()
+        )
 
     assert manifest.document("docs:a.md") is None

@@ -181,17 +181,19 @@ class TrippingManifest(Manifest):
         self.wire.step("manifest.mark_pending")
         super().mark_pending(docs)
 
-    def commit(self, writes: Sequence[DocumentWrite]) -> None:
+    def commit(self, writes: Sequence[DocumentWrite], *, checked_at: str) -> None:
         self.wire.step("manifest.commit")
-        super().commit(writes)
+        super().commit(writes, checked_at=checked_at)
 
     def store_vectors(self, vectors: dict[str, Vector]) -> None:
         self.wire.step("manifest.store_vectors")
         super().store_vectors(vectors)
 
-    def confirm_unchanged(self, updates: Sequence[tuple[str, int, int]]) -> None:
+    def confirm_unchanged(
+        self, updates: Sequence[tuple[str, int, int]], *, checked_at: str
+    ) -> None:
         self.wire.step("manifest.confirm_unchanged")
-        super().confirm_unchanged(updates)
+        super().confirm_unchanged(updates, checked_at=checked_at)
 
     def set_meta(self, key: str, value: str) -> None:
         self.wire.step(f"manifest.set_meta({key})")

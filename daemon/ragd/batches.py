@@ -96,6 +96,7 @@ class BatchWriter:
         *,
         batch_chunks: int,
         first_batch: int,
+        checked_at: str,
         on_event: EventFn | None = None,
     ) -> None:
         self.stores = stores
@@ -103,6 +104,7 @@ class BatchWriter:
         self.embedder = embedder
         self.batch_chunks = batch_chunks
         self.on_event = on_event
+        self.checked_at = checked_at  # when the pass began (Manifest.commit)
         self.counts = WriteCounts()
         self.wrote = False  # a batch was committed (so cached vectors may be orphaned)
         self._first = first_batch
@@ -206,7 +208,7 @@ class BatchWriter:
             )
             fault_point("after_tantivy")
         fault_point("before_commit")
-        self.manifest.commit([p.write for p in batch])
+        self.manifest.commit([p.write for p in batch], checked_at=self.checked_at)
         committed = time.monotonic()
         for p in batch:
             new_ids = {c.chunk_id for c in p.write.chunks}

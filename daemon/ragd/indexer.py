@@ -133,6 +133,10 @@ class Indexer:
         self._confirmed: list[tuple[str, int, int]] = []
         self._report = IndexReport()
         self._started = time.monotonic()
+        # When this pass began. The manifest records it as when the pass checked what it
+        # read: never later than a read, so the racy rule (ragd.manifest.RACY_SECONDS)
+        # holds however long the pass runs.
+        self._checked_at = utc_now()
         self._seen: set[str] = set()  # documents decided in this pass (a hint may repeat one)
         self.should_stop = stop
         self.cleanup_older_than = cleanup_older_than  # LanceDB versions kept for readers
@@ -185,7 +189,7 @@ class Indexer:
                 for record in self.manifest.documents(name):
                     self._delete(record)
         report = self._finish()
-        self.manifest.confirm_sources(checked)
+        self.manifest.confirm_sources(checked, checked_at=self._checked_at)
         if self._batches.wrote:  # a no-op pass never even opens LanceDB
             self.manifest.prune_vectors()
         return report
@@ -375,6 +379,7 @@ class Indexer:
 
     def _begin(self, *, reconcile: bool) -> IndexReport:
         self._started = time.monotonic()
+        self._checked_at = utc_now()
         self._report = IndexReport()
         self._seen.clear()
         self._batches = self._new_batches()
@@ -389,6 +394,7 @@ class Indexer:
             self.embedder,
             batch_chunks=self.batch_chunks,
             first_batch=self.batch_documents,
+            checked_at=self._checked_at,
             on_event=self.on_event,
         )
 
@@ -398,7 +404,7 @@ class Indexer:
         self._report.embedded = counts.embedded
         self._report.reused = counts.reused
         self._report.chunks_deleted = counts.chunks_deleted
-        self.manifest.confirm_unchanged(self._confirmed)
+        self.manifest.confirm_unchanged(self._confirmed, checked_at=self._checked_at)
         self._confirmed.clear()
         self.manifest.mark_clean()
         if self._batches.wrote:

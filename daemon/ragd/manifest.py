@@ -145,9 +145,10 @@ _SELECT_DOCUMENTS = (
 SETTLED = ("indexed", "failed")  # a document in one of these states waits for a change
 _SETTLED_SQL = f"status IN ({', '.join(repr(status) for status in SETTLED)})"
 # A file modified this close to when it was last read and hashed may be rewritten within
-# the same timestamp tick (two seconds on FAT, one on HFS+ and many network mounts; a
-# commit comes seconds after the read in a big pass), keeping its size and mtime: its stat
-# cannot vouch for it, so the next pass reads and hashes it again (git's "racily clean").
+# the same timestamp tick (two seconds on FAT, one on HFS+ and many network mounts),
+# keeping its size and mtime: its stat cannot vouch for it, so the next pass reads and
+# hashes it again (git's "racily clean"). checked_at is when the pass that read the file
+# began, so never later than the read, however long the pass ran.
 RACY_SECONDS = 60
 
 
@@ -350,10 +351,11 @@ class Manifest:
                 [(d, s, k, u, status, now) for d, s, k, u, status in docs],
             )
 
-    def commit(self, writes: Sequence[DocumentWrite]) -> None:
+    def commit(self, writes: Sequence[DocumentWrite], *, checked_at: str) -> None:
         """Make the stores' new state official: replace chunk rows and settle each document.
 
-        Each document at most once per call (ValueError otherwise). One statement per kind
+        `checked_at` is when the pass that read them began. Each document at most once per
+        call (ValueError otherwise). One statement per kind
         of row for the whole batch, not four per document: a full tldr index spent 1.9 s
         here, 0.6 s of it in Python's per-statement overhead.
         """
@@ -378,7 +380,7 @@ class Manifest:
                 "INSERT INTO documents (doc_id, source, key, uri, title, size, mtime_ns, "
                 "content_hash, fingerprint, status, error, first_seen_at, indexed_at, "
                 "checked_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
-                "CASE WHEN ?10 = 'indexed' THEN ?12 END, ?12) "
+                "CASE WHEN ?10 = 'indexed' THEN ?12 END, ?13) "
                 "ON CONFLICT (doc_id) DO UPDATE SET uri = excluded.uri, title = excluded.title, "
                 "size = excluded.size, mtime_ns = excluded.mtime_ns, "
                 "content_hash = excluded.content_hash, fingerprint = excluded.fingerprint, "
@@ -399,6 +401,7 @@ class Manifest:
                         w.status,
                         w.error,
                         now,
+                        checked_at,
                     )
                     for w in kept
                 ],
@@ -420,31 +423,33 @@ class Manifest:
                 ],
             )
 
-    def confirm_unchanged(self, updates: Sequence[tuple[str, int, int]]) -> None:
-        """Record that documents were checked and found unchanged: (doc_id, size, mtime_ns)."""
+    def confirm_unchanged(
+        self, updates: Sequence[tuple[str, int, int]], *, checked_at: str
+    ) -> None:
+        """Record that documents were checked and found unchanged: (doc_id, size, mtime_ns),
+        by the pass that began at `checked_at`."""
         if not updates:
             return
-        now = utc_now()
         with self._transaction() as conn:
             conn.executemany(
                 "UPDATE documents SET size = ?, mtime_ns = ?, checked_at = ? WHERE doc_id = ?",
-                [(size, mtime, now, doc_id) for doc_id, size, mtime in updates],
+                [(size, mtime, checked_at, doc_id) for doc_id, size, mtime in updates],
             )
 
-    def confirm_sources(self, sources: Collection[str]) -> None:
-        """Record that a pass checked every document of these sources just now.
+    def confirm_sources(self, sources: Collection[str], *, checked_at: str) -> None:
+        """Record that the pass that began at `checked_at` checked every document of these
+        sources.
 
         Only a complete pass may say so: one that listed the whole root, was not
         interrupted, and committed what it found changed.
         """
         if not sources:
             return
-        now = utc_now()
         with self._transaction() as conn:
             conn.executemany(
                 "INSERT INTO meta (key, value) VALUES (?, ?) "
                 "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                [(f"checked:{name}", now) for name in sources],
+                [(f"checked:{name}", checked_at) for name in sources],
             )
 
     def mark_clean(self) -> None:
