@@ -10,8 +10,8 @@ import pytest
 
 from ragd.batches import MAX_BATCH_DOCUMENTS, BatchWriter, DocumentEvent
 from ragd.errors import RagdError
-from ragd.manifest import ChunkRecord, DocumentWrite, utc_now
 from ragd.pipeline import chunk_id, embed_key
+from ragd.records import ChunkRecord, DocumentWrite, utc_now
 from ragd.stores import DataDir, WriterStores
 from tests.conftest import FakeEmbedder
 

@@ -16,8 +16,9 @@ from ragd.errors import LockedError
 from ragd.folders import FileContent, FolderSource
 from ragd.indexer import Indexer
 from ragd.keywords import KeywordStore
-from ragd.manifest import Manifest, format_time
+from ragd.manifest import Manifest
 from ragd.pipeline import Pipeline
+from ragd.records import format_time
 from ragd.stores import DataDir, WriterLock, WriterStores, compare_ids, compare_stores
 from tests.conftest import FakeEmbedder
 from tests.test_keywords import _old_schema_index
@@ -130,7 +131,7 @@ def _chunks(report: dict[str, object]) -> dict[str, int]:
 
 def _written_an_hour_ago(root: Path) -> None:
     """Date every file back: a stat only stands for a file modified well before it was
-    read (ragd.manifest.RACY_SECONDS); tests otherwise write and index in one tick."""
+    read (ragd.records.RACY_SECONDS); tests otherwise write and index in one tick."""
     past = time.time_ns() - 3600 * 10**9
     for path in root.rglob("*"):
         if path.is_file():

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ragd.manifest import ChunkRecord, DocumentWrite, Manifest, utc_now
+from ragd.manifest import Manifest
+from ragd.records import ChunkRecord, DocumentWrite, utc_now
 
 
 @pytest.fixture

@@ -66,8 +66,9 @@ from ragd.chunking import ChunkSettings
 from ragd.folders import FolderSource
 from ragd.indexer import EntryUpdate, Indexer, IndexReport
 from ragd.keywords import KeywordRow, KeywordStore
-from ragd.manifest import DocumentWrite, Manifest, Vector
+from ragd.manifest import Manifest
 from ragd.pipeline import Pipeline
+from ragd.records import DocumentWrite, Vector
 from ragd.stores import DataDir, WriterStores
 from ragd.vectors import TABLE_NAME, VectorRow, VectorStore
 from tests.conftest import FakeEmbedder

@@ -25,7 +25,7 @@ from ragd.embedding import Embedder, Matrix
 from ragd.errors import RagdError
 from ragd.faults import fault_point
 from ragd.keywords import KeywordRow
-from ragd.manifest import DocumentRecord, DocumentWrite
+from ragd.records import DocumentRecord, DocumentWrite
 from ragd.stores import WriterStores
 from ragd.vectors import VectorRow
 

@@ -20,7 +20,10 @@ from ragd.embedding import Embedder
 from ragd.errors import SourceError
 from ragd.folders import FileStat, FolderSource, Listing
 from ragd.lance_session import import_in_background
-from ragd.manifest import (
+from ragd.parsers import UnsupportedDocument
+from ragd.pipeline import Pipeline, ProcessedDocument, chunk_id, content_hash, embed_key
+from ragd.preparing import WORKER_MIN_FILES, Prepared, ToPrepare, prepare, prepare_in_order
+from ragd.records import (
     SETTLED,
     ChunkRecord,
     DocumentRecord,
@@ -29,9 +32,6 @@ from ragd.manifest import (
     stat_vouches,
     utc_now,
 )
-from ragd.parsers import UnsupportedDocument
-from ragd.pipeline import Pipeline, ProcessedDocument, chunk_id, content_hash, embed_key
-from ragd.preparing import WORKER_MIN_FILES, Prepared, ToPrepare, prepare, prepare_in_order
 from ragd.stores import WriterStores, reconcile
 
 ProgressFn = Callable[[int, int], None]
@@ -134,7 +134,7 @@ class Indexer:
         self._report = IndexReport()
         self._started = time.monotonic()
         # When this pass began. The manifest records it as when the pass checked what it
-        # read: never later than a read, so the racy rule (ragd.manifest.RACY_SECONDS)
+        # read: never later than a read, so the racy rule (ragd.records.RACY_SECONDS)
         # holds however long the pass runs.
         self._checked_at = utc_now()
         self._seen: set[str] = set()  # documents decided in this pass (a hint may repeat one)
@@ -515,7 +515,7 @@ class Indexer:
 
     def _stat_unchanged(self, record: DocumentRecord, entry: FileStat) -> bool:
         """A listed file whose size and mtime are those it was indexed with, and may stand
-        for its content (ragd.manifest.stat_vouches): unchanged, without opening it.
+        for its content (ragd.records.stat_vouches): unchanged, without opening it.
 
         Listings only. A key hint means the watcher saw the file written, and a rewrite of
         the same size within one timestamp tick of the last (coarse clocks, FAT, network

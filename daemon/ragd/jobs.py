@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from ragd.manifest import Manifest, utc_now
+from ragd.manifest import Manifest
+from ragd.records import utc_now
 
 JobKind = Literal["scan", "path", "tree", "compact", "entry"]
 

@@ -12,14 +12,21 @@ import json
 import sqlite3
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
-import numpy.typing as npt
 
 from ragd.errors import StoreError
+from ragd.records import (
+    RACY_SECONDS,
+    SETTLED,
+    ChunkRecord,
+    DocumentRecord,
+    DocumentWrite,
+    FileState,
+    Vector,
+    utc_now,
+)
 
 SCHEMA_VERSION = 1
 
@@ -56,80 +63,6 @@ CREATE TABLE IF NOT EXISTS vectors (embed_key TEXT PRIMARY KEY, vector BLOB NOT 
 CREATE TABLE IF NOT EXISTS entry_versions (doc_id TEXT PRIMARY KEY, version TEXT NOT NULL);
 """
 
-Vector = npt.NDArray[np.float32]
-
-
-def utc_now() -> str:
-    """The current time as the ISO 8601 UTC text stored in the manifest."""
-    return format_time(datetime.now(UTC))
-
-
-def format_time(moment: datetime) -> str:
-    """ISO 8601 UTC with microseconds and a Z, so stored times sort as text."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def parse_time(text: str) -> datetime:
-    """Parse a time written by format_time (fromisoformat: ~20x faster than strptime)."""
-    return datetime.fromisoformat(text)
-
-
-@dataclass(frozen=True, slots=True)
-class DocumentRecord:
-    """One document row."""
-
-    doc_id: str
-    source: str
-    key: str
-    uri: str
-    title: str
-    size: int | None
-    mtime_ns: int | None
-    content_hash: str | None
-    fingerprint: str | None
-    status: str
-    error: str | None
-    first_seen_at: str
-    indexed_at: str | None
-    checked_at: str | None
-    chunk_count: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class ChunkRecord:
-    """One chunk row: what the stores index, and what a query returns."""
-
-    chunk_id: str
-    doc_id: str
-    ordinal: int
-    heading_path: tuple[str, ...]
-    text: str
-    embed_key: str
-
-
-@dataclass(frozen=True, slots=True)
-class DocumentWrite:
-    """The outcome of processing one document, committed by `Manifest.commit`.
-
-    status is `indexed` (with chunks, possibly none), `failed` (with error; no chunks)
-    or `deleted` (the row goes away).
-    """
-
-    doc_id: str
-    source: str
-    key: str
-    uri: str
-    status: str
-    title: str = ""
-    size: int | None = None
-    mtime_ns: int | None = None
-    content_hash: str | None = None
-    fingerprint: str | None = None
-    error: str | None = None
-    chunks: tuple[ChunkRecord, ...] = ()
-    entry_version: str | None = None  # a CMS entry's updated_at; outlives a delete
-
-
 # A document's checked_at is the later of its own and its source's last complete scan
 # (meta key "checked:<source>"), if that scan came after the document was first seen:
 # a no-op pass over 38k files then writes one row instead of 38k.
@@ -142,18 +75,12 @@ _SELECT_DOCUMENTS = (
     "ON s.key = 'checked:' || d.source AND s.value >= d.first_seen_at"
 )
 
-SETTLED = ("indexed", "failed")  # a document in one of these states waits for a change
 _SETTLED_SQL = f"status IN ({', '.join(repr(status) for status in SETTLED)})"
-# A file modified this close to when it was last read and hashed may be rewritten within
-# the same timestamp tick (two seconds on FAT, one on HFS+ and many network mounts),
-# keeping its size and mtime: its stat cannot vouch for it, so the next pass reads and
-# hashes it again (git's "racily clean"). checked_at is when the pass that read the file
-# began, so never later than the read, however long the pass ran.
-RACY_SECONDS = 60
 
 
 def _vouch_before_sql(checked_at: str) -> str:
-    """SQL for the newest mtime (ns) a stat can vouch for, given when the row was checked."""
+    """SQL for the newest mtime (ns) a stat can vouch for, given when the row was checked:
+    ragd.records.stat_vouches, for 38k rows at once."""
     return f"((julianday({checked_at}) - 2440587.5) * 86400.0 - {RACY_SECONDS}) * 1e9"
 
 
@@ -163,24 +90,6 @@ _STAT_VOUCHES_SQL = (
     f"{_SETTLED_SQL} AND fingerprint = ?1 "
     f"AND (mtime_ns < ?3 OR mtime_ns < {_vouch_before_sql('checked_at')})"
 )
-
-
-def stat_vouches(record: DocumentRecord, fingerprint: str) -> bool:
-    """Whether a record's size and mtime may stand for its content: settled under
-    `fingerprint`, and modified RACY_SECONDS or more before it was last read."""
-    return (
-        record.status in SETTLED
-        and record.fingerprint == fingerprint
-        and record.mtime_ns is not None
-        and record.checked_at is not None
-        and record.mtime_ns
-        < (parse_time(record.checked_at).timestamp() - RACY_SECONDS) * 1_000_000_000
-    )
-
-
-# What a pass needs to tell an unchanged file from a changed one, and no more: (key, size,
-# mtime_ns), with size and mtime None unless the document's stat vouches for it (above).
-FileState = tuple[str, int | None, int | None]
 
 
 class Manifest:

@@ -19,7 +19,8 @@ from ragd.embedding import Embedder
 from ragd.errors import QueryRefused
 from ragd.fusion import Fused, Fusion, convex_fusion, reciprocal_rank_fusion
 from ragd.keywords import IDENTIFIER_WEIGHT, KeywordStore
-from ragd.manifest import ChunkRecord, DocumentRecord, Manifest
+from ragd.manifest import Manifest
+from ragd.records import ChunkRecord, DocumentRecord
 from ragd.sections import section_text
 from ragd.staleness import SourcePolicy, stale_reasons
 from ragd.vectors import VectorStore

@@ -34,9 +34,10 @@ from ragd.indexer import Indexer
 from ragd.jobs import JobQueue
 from ragd.keywords import KeywordStore
 from ragd.logs import get_logger
-from ragd.manifest import Manifest, format_time, parse_time
+from ragd.manifest import Manifest
 from ragd.metrics import Metrics, Snapshot
 from ragd.notify import Notifier
+from ragd.records import format_time, parse_time
 from ragd.search import Mode, Searcher
 from ragd.status import StatusReport
 from ragd.stores import WriterLock, WriterStores

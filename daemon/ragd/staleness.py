@@ -11,8 +11,8 @@ from datetime import datetime, timedelta
 
 from ragd.errors import DocumentError
 from ragd.folders import FolderSource
-from ragd.manifest import DocumentRecord, parse_time
 from ragd.pipeline import content_hash
+from ragd.records import DocumentRecord, parse_time
 
 SOURCE_CHANGED = "source_changed"
 SOURCE_DELETED = "source_deleted"

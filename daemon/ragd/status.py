@@ -13,7 +13,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ragd.keywords import KeywordStore
-from ragd.manifest import DocumentRecord, Manifest, format_time, parse_time
+from ragd.manifest import Manifest
+from ragd.records import DocumentRecord, format_time, parse_time
 from ragd.staleness import SourcePolicy, stale_reasons
 from ragd.stores import Agreement, compare_ids
 

@@ -23,8 +23,8 @@ from ragd.fetch import EntryFetcher
 from ragd.indexer import EntryUpdate, Indexer, IndexReport
 from ragd.jobs import Job, JobQueue
 from ragd.logs import get_logger
-from ragd.manifest import format_time
 from ragd.notify import Notifier
+from ragd.records import format_time
 
 log = get_logger("ragd.writer")
 
