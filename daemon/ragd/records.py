@@ -98,8 +98,8 @@ RACY_SECONDS = 60
 
 def stat_vouches(record: DocumentRecord, fingerprint: str) -> bool:
     """Whether a record's size and mtime may stand for its content: settled under
-    `fingerprint`, and modified RACY_SECONDS or more before it was last read.
-    `Manifest.file_states` applies the same rule in SQL."""
+    `fingerprint`, and modified RACY_SECONDS or more before the pass that last read it
+    began (its checked_at). `Manifest.file_states` applies the same rule in SQL."""
     return (
         record.status in SETTLED
         and record.fingerprint == fingerprint
