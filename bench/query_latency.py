@@ -106,9 +106,10 @@ def sample_queries(runtime: Runtime, count: int) -> list[str]:
 
 
 def in_process(runtime: Runtime, queries: list[str]) -> dict[str, list[float]]:
-    """Latency of every query in every mode through the Searcher (model already loaded)."""
+    """Latency of every query in every mode through the Searcher (model already loaded),
+    over read handles set up as the daemon's are (chunk ids by row id held in memory)."""
     timings: dict[str, list[float]] = {}
-    with runtime.readers() as stores:
+    with runtime.readers(ids_in_memory=True) as stores:
         searcher = runtime.searcher(*stores)
         for query in queries[:20]:  # warm caches and the model, as a running daemon has
             searcher.search(query, mode="hybrid")

@@ -88,13 +88,18 @@ class Runtime:
             lock.release()
 
     @contextmanager
-    def readers(self) -> Iterator[tuple[Manifest, VectorStore, KeywordStore]]:
-        """Read-only handles on the three stores; they work beside a running writer."""
+    def readers(
+        self, *, ids_in_memory: bool = False
+    ) -> Iterator[tuple[Manifest, VectorStore, KeywordStore]]:
+        """Read-only handles on the three stores; they work beside a running writer.
+
+        `ids_in_memory` is for many queries: see `VectorStore.open_readonly`.
+        """
         manifest = Manifest.open_readonly(self.data_dir.manifest)
         try:
             yield (
                 manifest,
-                VectorStore.open_readonly(self.data_dir.lancedb),
+                VectorStore.open_readonly(self.data_dir.lancedb, ids_in_memory=ids_in_memory),
                 KeywordStore.open_readonly(self.data_dir.tantivy),
             )
         finally:

@@ -106,7 +106,7 @@ class Readers:
     def __init__(self, runtime: Runtime) -> None:
         paths = runtime.data_dir
         self.manifest = Manifest.open_readonly(paths.manifest)
-        self.vectors = VectorStore.open_readonly(paths.lancedb)
+        self.vectors = VectorStore.open_readonly(paths.lancedb, ids_in_memory=True)
         self.keywords = KeywordStore.open_readonly(paths.tantivy)
         self.searcher: Searcher = runtime.searcher(self.manifest, self.vectors, self.keywords)
         self.lock = threading.Lock()
