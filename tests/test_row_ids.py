@@ -131,6 +131,18 @@ def test_a_reader_holding_chunk_ids_finds_rows_written_after_it_opened(
     assert [holding.search(row.vector, 1)[0][0] for row in late] == [r.chunk_id for r in late]
 
 
+def test_a_reader_holding_chunk_ids_opened_before_the_table_existed_finds_its_rows(
+    tmp_path: Path,
+) -> None:
+    holding = VectorStore.open_readonly(tmp_path / "lancedb", ids_in_memory=True)
+    rows = make_rows("docs:a.md", 5, np.random.default_rng(5))
+    VectorStore.open(tmp_path / "lancedb", DIM).replace_documents(["docs:a.md"], rows)
+
+    holding.refresh()
+
+    assert [holding.search(row.vector, 1)[0][0] for row in rows] == [r.chunk_id for r in rows]
+
+
 def test_a_reader_holding_chunk_ids_searches_by_row_id(
     tmp_path: Path, writer: VectorStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
