@@ -63,8 +63,10 @@ from hypothesis.stateful import (
 )
 
 from ragd.chunking import ChunkSettings
+from ragd.entries import EntryUpdate
 from ragd.folders import FolderSource
-from ragd.indexer import EntryUpdate, Indexer, IndexReport
+from ragd.index_report import IndexReport
+from ragd.indexer import Indexer
 from ragd.keywords import KeywordRow, KeywordStore
 from ragd.manifest import Manifest
 from ragd.pipeline import Pipeline

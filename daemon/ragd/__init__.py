@@ -19,7 +19,8 @@ from ragd.errors import (
 )
 from ragd.folders import FolderSource
 from ragd.fusion import reciprocal_rank_fusion
-from ragd.indexer import Indexer, IndexReport
+from ragd.index_report import IndexReport
+from ragd.indexer import Indexer
 from ragd.pipeline import Pipeline
 from ragd.search import Searcher, SearchResponse, SearchSettings
 from ragd.staleness import SourcePolicy

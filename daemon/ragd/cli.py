@@ -22,7 +22,7 @@ from ragd.config import Config, load_config, resolve_config_path
 from ragd.daemon_client import ask_daemon, status_url
 from ragd.errors import ConfigError, LockedError, RagdError, UsageError
 from ragd.evaluation import ModeReport, check_gold_paths, evaluate, load_gold
-from ragd.indexer import IndexReport
+from ragd.index_report import IndexReport
 from ragd.logs import configure_logging
 from ragd.search import MODES, Mode, SearchResponse
 from ragd.status import verdict

@@ -4,28 +4,28 @@ Owns one indexing pass: list each source, decide per document whether it changed
 (size + mtime, then the hash of the bytes read, then the pipeline fingerprint), parse
 and chunk what changed (ragd.preparing, on worker processes for big passes), and hand
 each decision to a BatchWriter (ragd.batches), which writes in crash-safe order and
-embeds only chunk texts with no stored vector. Also applies CMS entry deliveries.
+embeds only chunk texts with no stored vector. Also applies CMS entry deliveries
+(ragd.entries decides what each one does).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from operator import itemgetter
 
 from ragd.batches import BatchWriter, DocumentEvent, EventFn
 from ragd.embedding import Embedder
+from ragd.entries import EntryUpdate, entry_outcome
 from ragd.errors import SourceError
 from ragd.folders import FileStat, FolderSource, Listing
+from ragd.index_report import IndexReport
 from ragd.lance_session import import_in_background
-from ragd.parsers import UnsupportedDocument
-from ragd.pipeline import Pipeline, ProcessedDocument, chunk_id, content_hash, embed_key
+from ragd.pipeline import Pipeline, chunk_records
 from ragd.preparing import WORKER_MIN_FILES, Prepared, ToPrepare, prepare, prepare_in_order
 from ragd.records import (
     SETTLED,
-    ChunkRecord,
     DocumentRecord,
     DocumentWrite,
     FileState,
@@ -39,68 +39,6 @@ ProgressFn = Callable[[int, int], None]
 
 
 _PROGRESS_EVERY = 100  # files between progress calls: per file, they cost 5% of a no-op pass
-_SUFFIX_FOR_TYPE = {"text/markdown": ".md", "text/html": ".html", "text/plain": ".txt"}
-
-
-@dataclass(frozen=True, slots=True)
-class EntryUpdate:
-    """A CMS entry to apply: its content (already fetched), or its deletion.
-
-    `version` (the entry's updated_at as sortable text) orders deliveries: an update
-    older than the last applied one for the same entry is ignored. `error` records a
-    fetch that failed; the entry is then marked failed with that reason.
-    """
-
-    key: str
-    uri: str
-    deleted: bool = False
-    title: str | None = None
-    data: bytes | None = None
-    content_type: str = "text/markdown"
-    version: str | None = None
-    error: str | None = None
-
-
-@dataclass
-class IndexReport:
-    """What one pass did; `to_json` is the `ragd index --json` contract."""
-
-    added: int = 0
-    changed: int = 0
-    unchanged: int = 0
-    deleted: int = 0
-    failed: int = 0
-    ignored: int = 0
-    embedded: int = 0
-    reused: int = 0
-    chunks_deleted: int = 0
-    seconds: float = 0.0
-    reconciled: bool = False
-    interrupted: bool = False
-    errors: list[str] = field(default_factory=list)  # the pass could not complete for a source
-    skipped: list[str] = field(default_factory=list)  # files that cannot be documents at all
-
-    def to_json(self) -> dict[str, object]:
-        """The JSON object printed by `ragd index --json`."""
-        return {
-            "documents": {
-                "added": self.added,
-                "changed": self.changed,
-                "unchanged": self.unchanged,
-                "deleted": self.deleted,
-                "failed": self.failed,
-            },
-            "chunks": {
-                "embedded": self.embedded,
-                "reused": self.reused,
-                "deleted": self.chunks_deleted,
-            },
-            "seconds": round(self.seconds, 3),
-            "reconciled": self.reconciled,
-            "interrupted": self.interrupted,
-            "errors": list(self.errors),
-            "skipped": list(self.skipped),
-        }
 
 
 class Indexer:
@@ -303,75 +241,21 @@ class Indexer:
         doc_id = f"{source}:{update.key}"
         if not self._first_time(doc_id):
             return
-        applied = self.manifest.entry_version(doc_id)
-        if update.version is not None and applied is not None and update.version < applied:
-            self._report.ignored += 1  # an older delivery arriving late must not win
-            return
         record = self.manifest.document(doc_id)
-        base = DocumentWrite(
-            doc_id=doc_id,
-            source=source,
-            key=update.key,
-            uri=update.uri,
-            status="deleted",
-            entry_version=update.version,
+        outcome = entry_outcome(
+            source,
+            update,
+            record,
+            applied_version=self.manifest.entry_version(doc_id),
+            pipeline=self.pipeline,
+            model_identity=self.embedder.identity,
         )
-        if update.deleted:
-            if record is not None:
-                self._report.deleted += 1
-                self._batches.add(base, (), record)
-            return
-        if update.error is not None or update.data is None:
-            self._report.failed += 1
-            reason = update.error or "no content"
-            self._batches.add(
-                replace(base, status="failed", error=reason, fingerprint=self.pipeline.fingerprint),
-                (),
-                record,
-            )
-            return
-        digest = content_hash(update.data)
-        fingerprint = self.pipeline.fingerprint
-        if (
-            record is not None
-            and record.status == "indexed"
-            and record.content_hash == digest
-            and record.fingerprint == fingerprint
-            and (update.title or record.title) == record.title
-        ):
-            self._unchanged(doc_id, len(update.data), 0)
-            return
-        suffix = _SUFFIX_FOR_TYPE.get(update.content_type, ".txt")
-        try:
-            processed = self.pipeline.process(update.data, f"{update.key}{suffix}")
-        except UnsupportedDocument as exc:
-            self._report.failed += 1
-            self._batches.add(
-                replace(
-                    base,
-                    status="failed",
-                    error=exc.reason,
-                    content_hash=digest,
-                    fingerprint=fingerprint,
-                ),
-                (),
-                record,
-            )
-            return
-        if record is None or record.content_hash is None:
-            self._report.added += 1
-        else:
-            self._report.changed += 1
-        write = replace(
-            base,
-            status="indexed",
-            title=update.title or processed.title,
-            size=len(update.data),
-            content_hash=digest,
-            fingerprint=fingerprint,
-            chunks=self._chunk_records(doc_id, processed),
-        )
-        self._batches.add(write, tuple(c.embed_text for c in processed.chunks), record)
+        if outcome.kind == "unchanged":
+            self._unchanged(doc_id, outcome.size, 0)
+        elif outcome.kind != "nothing":
+            setattr(self._report, outcome.kind, getattr(self._report, outcome.kind) + 1)
+        if outcome.write is not None:
+            self._batches.add(outcome.write, outcome.texts, record)
 
     def reconcile(self) -> None:
         """Make the search stores list exactly the manifest's chunks (after a crash)."""
@@ -489,7 +373,7 @@ class Indexer:
             self._fail(source, entry.key, record, reason, size, mtime_ns, digest)
             return
         setattr(self._report, kind, getattr(self._report, kind) + 1)
-        chunks = self._chunk_records(doc_id, processed)
+        chunks = chunk_records(doc_id, processed, self.embedder.identity)
         write = DocumentWrite(
             doc_id=doc_id,
             source=source.name,
@@ -529,20 +413,6 @@ class Indexer:
         if full or record is None or record.status not in SETTLED:
             return None
         return record.content_hash if record.fingerprint == self.pipeline.fingerprint else None
-
-    def _chunk_records(self, doc_id: str, processed: ProcessedDocument) -> tuple[ChunkRecord, ...]:
-        model = self.embedder.identity
-        return tuple(
-            ChunkRecord(
-                chunk_id=chunk_id(doc_id, c.ordinal, c.embed_text),
-                doc_id=doc_id,
-                ordinal=c.ordinal,
-                heading_path=c.heading_path,
-                text=c.text,
-                embed_key=embed_key(model, c.embed_text),
-            )
-            for c in processed.chunks
-        )
 
     def _emit(self, event: DocumentEvent) -> None:
         if self.on_event is not None:

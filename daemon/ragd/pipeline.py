@@ -15,6 +15,7 @@ from functools import cached_property
 
 from ragd.chunking import CHUNKER_VERSION, Chunk, ChunkSettings, chunk_document
 from ragd.parsers import PARSER_VERSION, UnsupportedDocument, parse_document
+from ragd.records import ChunkRecord
 
 # About 20 MB of prose at the default max_chars: more is a generated file, not a document.
 MAX_CHUNKS_PER_DOCUMENT = 25_000
@@ -42,6 +43,23 @@ class ProcessedDocument:
 
     title: str
     chunks: tuple[Chunk, ...]
+
+
+def chunk_records(
+    doc_id: str, processed: ProcessedDocument, model_identity: str
+) -> tuple[ChunkRecord, ...]:
+    """The manifest's records of a processed document's chunks, with their ids and keys."""
+    return tuple(
+        ChunkRecord(
+            chunk_id=chunk_id(doc_id, c.ordinal, c.embed_text),
+            doc_id=doc_id,
+            ordinal=c.ordinal,
+            heading_path=c.heading_path,
+            text=c.text,
+            embed_key=embed_key(model_identity, c.embed_text),
+        )
+        for c in processed.chunks
+    )
 
 
 @dataclass(frozen=True)

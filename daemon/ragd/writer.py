@@ -18,9 +18,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ragd.batches import DocumentEvent
+from ragd.entries import EntryUpdate
 from ragd.errors import DocumentError
 from ragd.fetch import EntryFetcher
-from ragd.indexer import EntryUpdate, Indexer, IndexReport
+from ragd.index_report import IndexReport
+from ragd.indexer import Indexer
 from ragd.jobs import Job, JobQueue
 from ragd.logs import get_logger
 from ragd.notify import Notifier

@@ -13,7 +13,7 @@ import pytest
 
 from ragd.app import Runtime
 from ragd.config import load_config
-from ragd.indexer import EntryUpdate
+from ragd.entries import EntryUpdate
 from ragd.jobs import JobQueue
 from tests.conftest import MODEL_DIR, write_config
 from tests.integration.conftest import run_json, run_ragd

@@ -1,0 +1,50 @@
+"""What one indexing pass did: the counts and messages of `ragd index --json`.
+
+Imports nothing from ragd.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class IndexReport:
+    """What one pass did; `to_json` is the `ragd index --json` contract."""
+
+    added: int = 0
+    changed: int = 0
+    unchanged: int = 0
+    deleted: int = 0
+    failed: int = 0
+    ignored: int = 0
+    embedded: int = 0
+    reused: int = 0
+    chunks_deleted: int = 0
+    seconds: float = 0.0
+    reconciled: bool = False
+    interrupted: bool = False
+    errors: list[str] = field(default_factory=list)  # the pass could not complete for a source
+    skipped: list[str] = field(default_factory=list)  # files that cannot be documents at all
+
+    def to_json(self) -> dict[str, object]:
+        """The JSON object printed by `ragd index --json`."""
+        return {
+            "documents": {
+                "added": self.added,
+                "changed": self.changed,
+                "unchanged": self.unchanged,
+                "deleted": self.deleted,
+                "failed": self.failed,
+            },
+            "chunks": {
+                "embedded": self.embedded,
+                "reused": self.reused,
+                "deleted": self.chunks_deleted,
+            },
+            "seconds": round(self.seconds, 3),
+            "reconciled": self.reconciled,
+            "interrupted": self.interrupted,
+            "errors": list(self.errors),
+            "skipped": list(self.skipped),
+        }

@@ -1,0 +1,102 @@
+"""What a CMS entry delivery does to its document, decided without any store."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ragd.chunking import ChunkSettings
+from ragd.entries import EntryOutcome, EntryUpdate, entry_outcome
+from ragd.pipeline import Pipeline, content_hash
+from ragd.records import DocumentRecord
+
+PIPELINE = Pipeline(ChunkSettings(300, 40), "fake-model")
+BODY = b"# Pricing\n\nPlans start at ten euros a month.\n"
+
+
+def indexed(data: bytes = BODY, title: str = "Pricing") -> DocumentRecord:
+    return DocumentRecord(
+        doc_id="cms:pricing",
+        source="cms",
+        key="pricing",
+        uri="https://cms.example/pricing",
+        title=title,
+        size=len(data),
+        mtime_ns=0,
+        content_hash=content_hash(data),
+        fingerprint=PIPELINE.fingerprint,
+        status="indexed",
+        error=None,
+        first_seen_at="2026-11-30T10:00:00Z",
+        indexed_at="2026-11-30T10:00:00Z",
+        checked_at="2026-11-30T10:00:00Z",
+        chunk_count=1,
+    )
+
+
+def outcome(
+    update: EntryUpdate, record: DocumentRecord | None, applied: str | None = None
+) -> EntryOutcome:
+    return entry_outcome(
+        "cms",
+        update,
+        record,
+        applied_version=applied,
+        pipeline=PIPELINE,
+        model_identity="fake-model",
+    )
+
+
+UPDATE = EntryUpdate(key="pricing", uri="https://cms.example/pricing", data=BODY, version="2")
+
+
+def test_a_new_entry_is_added_with_its_chunks_to_embed() -> None:
+    result = outcome(UPDATE, None)
+
+    assert result.kind == "added"
+    assert result.write is not None and result.write.status == "indexed"
+    assert result.write.title == "Pricing"
+    assert result.write.entry_version == "2"
+    assert len(result.texts) == len(result.write.chunks) >= 1
+    assert "ten euros" in result.texts[0]
+
+
+def test_a_delivery_older_than_the_applied_one_is_ignored() -> None:
+    assert outcome(replace(UPDATE, version="1"), indexed(), applied="2").kind == "ignored"
+
+
+def test_the_same_content_recipe_and_title_is_unchanged_and_writes_nothing() -> None:
+    result = outcome(UPDATE, indexed(), applied="1")
+
+    assert result == EntryOutcome("unchanged", size=len(BODY))
+
+
+def test_a_new_title_alone_changes_the_document() -> None:
+    result = outcome(replace(UPDATE, title="Prices"), indexed())
+
+    assert result.kind == "changed"
+    assert result.write is not None and result.write.title == "Prices"
+
+
+def test_deleting_an_unknown_entry_does_nothing_and_a_known_one_is_deleted() -> None:
+    gone = replace(UPDATE, deleted=True, data=None)
+
+    assert outcome(gone, None) == EntryOutcome("nothing")
+    deleted = outcome(gone, indexed())
+    assert deleted.kind == "deleted"
+    assert deleted.write is not None and deleted.write.status == "deleted"
+
+
+def test_a_failed_fetch_records_its_reason() -> None:
+    result = outcome(replace(UPDATE, data=None, error="HTTP 503 from the CMS"), indexed())
+
+    assert result.kind == "failed"
+    assert result.write is not None and result.write.error == "HTTP 503 from the CMS"
+
+
+def test_content_that_cannot_be_parsed_is_failed_with_its_hash() -> None:
+    binary = b"\x00\x01 not text"
+    result = outcome(replace(UPDATE, data=binary), indexed())
+
+    assert result.kind == "failed"
+    assert result.write is not None and result.write.content_hash == content_hash(binary)
+    assert "binary" in (result.write.error or "")
