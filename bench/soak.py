@@ -552,13 +552,12 @@ def run_live(args: argparse.Namespace, daemon: Served, editor: Editor, cms: Cms)
 
     time.sleep(2)  # the watcher waits 0.3 s for events to settle; then they are queued
     daemon.wait_idle(timeout=900)
-    drain_seconds = time.time() - last_write
+    drained = time.time()  # the last write is committed by now, not at the last request
+    drain_seconds = drained - last_write
     settled = take_sample(daemon, data_dir, started)
     cleanup = duration_from(args.cleanup_older_than).total_seconds()
     compact = duration_from(args.compact_interval).total_seconds()
-    compacted_at = wait_for_compaction(
-        daemon, after=last_write + cleanup + 1, timeout=compact + 180
-    )
+    compacted_at = wait_for_compaction(daemon, after=drained + cleanup + 1, timeout=compact + 180)
     time.sleep(2)  # let the compaction's cleanup finish deleting before we measure
     final = take_sample(daemon, data_dir, started)
     sampler.stop.set()

@@ -335,6 +335,35 @@ def test_a_vector_index_is_built_once_and_searches_still_find_stored_vectors(
     assert sum(f == row.chunk_id for f, row in zip(found, rows, strict=False)) >= 48
 
 
+def test_the_vector_index_is_built_again_once_the_table_holds_twice_its_rows(
+    store: VectorStore, rng: np.random.Generator
+) -> None:
+    store.replace_documents(["docs:a.md"], make_rows("docs:a.md", 1000, rng))
+    assert store.ensure_vector_index(min_rows=1000) is True
+    store.replace_documents(["docs:b.md"], make_rows("docs:b.md", 999, rng))
+    assert store.ensure_vector_index(min_rows=1000) is False
+    late = make_rows("docs:c.md", 1, rng)
+    store.replace_documents(["docs:c.md"], late)
+
+    assert store.ensure_vector_index(min_rows=1000) is True
+    assert store.ensure_vector_index(min_rows=1000) is False
+    assert store.search(late[0].vector, limit=1)[0][0] == late[0].chunk_id
+
+
+def test_an_index_that_does_not_record_its_rows_is_built_again_once(
+    store: VectorStore, rng: np.random.Generator
+) -> None:
+    from lancedb.index import IvfSq
+
+    store.replace_documents(["docs:a.md"], make_rows("docs:a.md", 1000, rng))
+    table = store._table
+    assert table is not None
+    table.create_index("vector", config=IvfSq(distance_type="cosine", num_partitions=2))
+
+    assert store.ensure_vector_index(min_rows=1000) is True
+    assert store.ensure_vector_index(min_rows=1000) is False
+
+
 def test_rows_written_after_the_index_are_found_and_folded_in_by_optimize(
     store: VectorStore, rng: np.random.Generator
 ) -> None:

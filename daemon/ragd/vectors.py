@@ -57,6 +57,14 @@ COMPACT_AT_FRAGMENTS = 32
 # 3.6-3.9 s instead of 6.7-8.3 s at the same recall@10 (0.92-0.93) and recall@50 (0.95);
 # of tldr's 41k, 0.82 s instead of 1.06 (medians; bench/vector_index.py).
 IVF_SAMPLE_RATE = 64
+# An index keeps the partition count it was built with, so a table that grows keeps
+# searching 20 partitions of ever more rows (one built at 10k rows and grown to 125k: 9
+# partitions, all probed, a scan of every row). Once the table holds this many times the
+# rows the index was built for, the index is built again: its cost grows with the square
+# of the rows, so the rebuilds of a growing table sum to about a third more than the last.
+INDEX_REGROWTH = 2
+# Recorded in the vector field's metadata: the rows the index was built for.
+_BUILT_FOR = "ragd.index_rows"
 # LanceDB surfaces I/O, commit-conflict and predicate failures as these types.
 _LANCE_ERRORS = (OSError, RuntimeError, ValueError)
 
@@ -374,15 +382,15 @@ class VectorStore:
             return any(index.columns == ["vector"] for index in self._table.list_indices())
 
     def ensure_vector_index(self, min_rows: int = VECTOR_INDEX_MIN_ROWS) -> bool:
-        """Build the IVF_SQ vector index once the table holds `min_rows` rows; True if built.
+        """Build the IVF_SQ vector index once the table holds `min_rows` rows, and again
+        once it holds INDEX_REGROWTH times the rows it was built for; True if built.
 
         Rows written afterwards are searched exactly until `optimize` folds them in.
         """
         table = self._writer_table()
-        if self.has_vector_index():  # asked after every batch: the usual answer, in one call
-            return False
+        built_for = self._index_built_for() if self.has_vector_index() else None
         rows = self.count()
-        if rows < min_rows:
+        if rows < min_rows or (built_for is not None and rows < INDEX_REGROWTH * built_for):
             return False
         from lancedb.index import IvfSq
 
@@ -396,7 +404,17 @@ class VectorStore:
                     sample_rate=IVF_SAMPLE_RATE,
                 ),
             )
+            table.update_field_metadata({"path": "vector", "metadata": {_BUILT_FOR: str(rows)}})
         return True
+
+    def _index_built_for(self) -> int:
+        """The rows the vector index was built for; 0 if not recorded (an older ragd built
+        it, or a crash came between the build and the record), which builds it again."""
+        assert self._table is not None
+        with _lance_errors("read", self._directory):
+            metadata = self._table.schema.field("vector").metadata or {}
+        recorded = metadata.get(_BUILT_FOR.encode(), b"")
+        return int(recorded) if recorded.isdigit() else 0
 
     def small_fragments(self) -> int:
         """How many data files are below LanceDB's target size (each commit adds one)."""
