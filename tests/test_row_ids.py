@@ -143,6 +143,18 @@ def test_a_reader_holding_chunk_ids_opened_before_the_table_existed_finds_its_ro
     assert [holding.search(row.vector, 1)[0][0] for row in rows] == [r.chunk_id for r in rows]
 
 
+def test_a_reader_missing_a_row_id_below_those_it_holds_reads_every_row_again(
+    tmp_path: Path, writer: VectorStore
+) -> None:
+    holding = VectorStore.open_readonly(tmp_path / "lancedb", ids_in_memory=True)
+    query = np.ones(DIM, dtype=np.float32)
+    best = VectorStore.open_readonly(tmp_path / "lancedb").search(query, 5)
+    # What a LanceDB that reused or renumbered row ids would look like to the reader.
+    holding._row_ids = held([1 << 62], ["stale"])
+
+    assert holding.search(query, 5) == best
+
+
 def test_a_reader_holding_chunk_ids_searches_by_row_id(
     tmp_path: Path, writer: VectorStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -360,10 +360,14 @@ class VectorStore:
         return result
 
     def _chunk_ids_of(self, rows: RowIdArray) -> list[str | None]:
-        assert self._row_ids is not None
+        assert self._row_ids is not None and self._table is not None
         ids = self._row_ids.chunk_ids(rows)
         if None in ids:  # rows written since the ids were read: a few ms after a commit
             self._read_new_row_ids()
+            ids = self._row_ids.chunk_ids(rows)
+        if None in ids:  # below the highest held: not how LanceDB numbers rows; read all
+            with _lance_errors("read", self._directory):
+                self._row_ids = ChunkIdsByRow.from_arrow(_row_id_scan(self._table))
             ids = self._row_ids.chunk_ids(rows)
         return ids
 
