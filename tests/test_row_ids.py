@@ -159,13 +159,13 @@ def test_a_reader_holding_chunk_ids_searches_by_row_id(
     tmp_path: Path, writer: VectorStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     asked: list[bool] = []
-    start = ragd.vectors._start_nearest
+    start = ragd.vectors.start_nearest
 
     def spy(*args: Any, by_row_id: bool) -> Any:
         asked.append(by_row_id)
         return start(*args, by_row_id=by_row_id)
 
-    monkeypatch.setattr(ragd.vectors, "_start_nearest", spy)
+    monkeypatch.setattr(ragd.vectors, "start_nearest", spy)
     query = np.ones(DIM, dtype=np.float32)
     VectorStore.open_readonly(tmp_path / "lancedb", ids_in_memory=True).search(query, 3)
     VectorStore.open_readonly(tmp_path / "lancedb").search(query, 3)

@@ -5,35 +5,33 @@ vector search needs; chunk texts and metadata live in the manifest, which is the
 so everything here can be rebuilt. One writer process at a time (the data-dir lock ensures it);
 readers in other processes open read-only and call `refresh()` to see newer commits.
 
-Imports only `ragd.errors`, `ragd.faults` (a crash hook for tests), `ragd.row_ids` and
-`ragd.lance_session`, which imports lancedb when `open` or `open_readonly` first needs it:
-CLI paths that never touch vectors don't pay for it.
+Imports only `ragd.errors`, `ragd.faults` (a crash hook for tests), `ragd.row_ids`,
+`ragd.lance_queries` and `ragd.lance_session`, which imports lancedb when `open` or
+`open_readonly` first needs it: CLI paths that never touch vectors don't pay for it.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
-from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from ragd.errors import StoreError
 from ragd.faults import fault_point
+from ragd.lance_queries import row_id_scan, start_nearest
 from ragd.lance_session import import_lancedb, session
 from ragd.row_ids import ChunkIdsByRow, RowIdArray
 
 if TYPE_CHECKING:
     import pyarrow as pa
     from lancedb.db import DBConnection
-    from lancedb.query import LanceVectorQueryBuilder
     from lancedb.table import Table
 
 TABLE_NAME = "chunks"
@@ -341,7 +339,7 @@ class VectorStore:
             raise ValueError("query vector has NaN or infinite values")
         by_row_id = self._row_ids is not None
         with _lance_errors("search", self._directory):
-            nearest = _start_nearest(self._table, query, limit, by_row_id=by_row_id)
+            nearest = start_nearest(self._table, query, limit, by_row_id=by_row_id)
 
         def result() -> list[tuple[str, float]]:
             with _lance_errors("search", self._directory):
@@ -367,7 +365,7 @@ class VectorStore:
             ids = self._row_ids.chunk_ids(rows)
         if None in ids:  # below the highest held: not how LanceDB numbers rows; read all
             with _lance_errors("read", self._directory):
-                self._row_ids = ChunkIdsByRow.from_arrow(_row_id_scan(self._table))
+                self._row_ids = ChunkIdsByRow.from_arrow(row_id_scan(self._table))
             ids = self._row_ids.chunk_ids(rows)
         return ids
 
@@ -467,56 +465,8 @@ class VectorStore:
         if held is None or self._table is None:
             return
         with _lance_errors("read", self._directory):
-            newer = ChunkIdsByRow.from_arrow(_row_id_scan(self._table, above=held.highest))
+            newer = ChunkIdsByRow.from_arrow(row_id_scan(self._table, above=held.highest))
             if len(held) + len(newer) <= 2 * self._table.count_rows():
                 held.extend(newer)
             else:
-                self._row_ids = ChunkIdsByRow.from_arrow(_row_id_scan(self._table))
-
-
-def _start_nearest(
-    table: Table, query: npt.NDArray[np.float32], limit: int, *, by_row_id: bool
-) -> Callable[[], pa.Table]:
-    """Start finding the `limit` nearest rows by cosine distance (chunk_id and _distance,
-    or _rowid and _distance `by_row_id`); the returned function waits for them.
-
-    The synchronous query builder hands over to LanceDB's background event loop six times
-    per search (schema reads, blob checks, one per batch); the same query as one coroutine
-    on that loop does it once: 4.4 -> 2.9 ms p50 at 125k rows. Other table types fall back
-    to the builder, and search before returning. "_distance" is selected explicitly (that
-    silences a Rust deprecation warning per query); the metric is explicit because the
-    default is L2 (or the index's metric once indexed).
-    """
-    from lancedb.background_loop import LOOP
-    from lancedb.table import AsyncTable
-
-    inner = getattr(table, "_table", None)
-    if not isinstance(inner, AsyncTable):
-        builder = cast("LanceVectorQueryBuilder", table.search(query, query_type="vector"))
-        found = builder.distance_type("cosine").select(["chunk_id", "_distance"]).limit(limit)
-        result = found.to_arrow()
-        return lambda: result
-    query_ = inner.query().nearest_to(query).distance_type("cosine").limit(limit)
-    if by_row_id:
-        query_ = query_.select(["_distance"]).with_row_id()
-    else:
-        query_ = query_.select(["chunk_id", "_distance"])
-    future: Future[pa.Table] = asyncio.run_coroutine_threadsafe(query_.to_arrow(), LOOP.loop)
-
-    def wait() -> pa.Table:
-        try:
-            return future.result()
-        except BaseException:
-            future.cancel()  # as LanceDB's own LOOP.run does
-            raise
-
-    return wait
-
-
-def _row_id_scan(table: Table, above: int | None = None) -> pa.Table:
-    """Every row's `_rowid` and `chunk_id`, or only those of rows above row id `above`
-    (LanceDB prunes by row id: ~5 ms for a commit's rows at 125k)."""
-    scan = table.search().with_row_id(True).select(["chunk_id"])
-    if above is not None:
-        scan = scan.where(f"_rowid > {int(above)}")
-    return scan.limit(None).to_arrow()
+                self._row_ids = ChunkIdsByRow.from_arrow(row_id_scan(self._table))
