@@ -13,9 +13,8 @@ import pytest
 
 import ragd.vectors
 from ragd.row_ids import ChunkIdsByRow
-from ragd.vectors import VectorRow, VectorStore
-
-DIM = 8
+from ragd.vectors import VectorStore
+from tests.test_vectors import DIM, make_rows
 
 
 def held(rows: list[int], chunk_ids: list[str]) -> ChunkIdsByRow:
@@ -53,11 +52,6 @@ def test_rows_added_later_must_have_higher_row_ids() -> None:
 
 
 # A reader holding chunk ids against one reading them from the table, after each kind of write.
-
-
-def make_rows(doc_id: str, n: int, rng: np.random.Generator, prefix: str = "") -> list[VectorRow]:
-    vectors = rng.standard_normal((n, DIM)).astype(np.float32)
-    return [VectorRow(f"{prefix}{doc_id}#{i}", doc_id, vectors[i]) for i in range(n)]
 
 
 def append(writer: VectorStore, rng: np.random.Generator) -> None:
