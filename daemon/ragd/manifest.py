@@ -1,8 +1,9 @@
 """The manifest: SQLite state that is the source of truth for what is indexed.
 
-Owns the schema of `state.db` and every read and write of it: documents (identity, the
-stat and hash of what was indexed, the pipeline fingerprint, status), chunks (ids, heading
-paths, texts) and the embedding cache that lets unchanged chunk texts skip the model.
+Owns every read and write of `state.db` (its layout is `ragd.manifest_schema`): documents
+(identity, the stat and hash of what was indexed, the pipeline fingerprint, status), chunks
+(ids, heading paths, texts) and the embedding cache that lets unchanged chunk texts skip
+the model.
 LanceDB and Tantivy are derived from what this file lists; when they disagree, this wins.
 """
 
@@ -17,78 +18,22 @@ from pathlib import Path
 import numpy as np
 
 from ragd.errors import StoreError
+from ragd.manifest_schema import (
+    SELECT_DOCUMENTS,
+    STAT_VOUCHES_SQL,
+    UPSERT_DOCUMENT_FIELDS,
+    UPSERT_DOCUMENT_SQL,
+    connect_reader,
+    connect_writer,
+    vouch_before_sql,
+)
 from ragd.records import (
-    RACY_SECONDS,
-    SETTLED,
     ChunkRecord,
     DocumentRecord,
     DocumentWrite,
     FileState,
     Vector,
     utc_now,
-)
-
-SCHEMA_VERSION = 1
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS documents (
-    doc_id TEXT PRIMARY KEY,
-    source TEXT NOT NULL,
-    key TEXT NOT NULL,
-    uri TEXT NOT NULL,
-    title TEXT NOT NULL DEFAULT '',
-    size INTEGER,
-    mtime_ns INTEGER,
-    content_hash TEXT,
-    fingerprint TEXT,
-    status TEXT NOT NULL CHECK (status IN ('indexed', 'pending', 'failed', 'deleted')),
-    error TEXT,
-    first_seen_at TEXT NOT NULL,
-    indexed_at TEXT,
-    checked_at TEXT
-);
-CREATE INDEX IF NOT EXISTS documents_by_source ON documents (source, key);
-CREATE TABLE IF NOT EXISTS chunks (
-    chunk_id TEXT PRIMARY KEY,
-    doc_id TEXT NOT NULL,
-    ordinal INTEGER NOT NULL,
-    heading_path TEXT NOT NULL,
-    text TEXT NOT NULL,
-    embed_key TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS chunks_by_doc ON chunks (doc_id, ordinal);
-CREATE INDEX IF NOT EXISTS chunks_by_embed_key ON chunks (embed_key);
-CREATE TABLE IF NOT EXISTS vectors (embed_key TEXT PRIMARY KEY, vector BLOB NOT NULL);
-CREATE TABLE IF NOT EXISTS entry_versions (doc_id TEXT PRIMARY KEY, version TEXT NOT NULL);
-"""
-
-# A document's checked_at is the later of its own and its source's last complete scan
-# (meta key "checked:<source>"), if that scan came after the document was first seen:
-# a no-op pass over 38k files then writes one row instead of 38k.
-_SELECT_DOCUMENTS = (
-    "SELECT d.doc_id, d.source, d.key, d.uri, d.title, d.size, d.mtime_ns, d.content_hash, "
-    "d.fingerprint, d.status, d.error, d.first_seen_at, d.indexed_at, "
-    "COALESCE(MAX(d.checked_at, s.value), s.value, d.checked_at), "
-    "(SELECT COUNT(*) FROM chunks c WHERE c.doc_id = d.doc_id) "
-    "FROM documents d LEFT JOIN meta s "
-    "ON s.key = 'checked:' || d.source AND s.value >= d.first_seen_at"
-)
-
-_SETTLED_SQL = f"status IN ({', '.join(repr(status) for status in SETTLED)})"
-
-
-def _vouch_before_sql(checked_at: str) -> str:
-    """SQL for the newest mtime (ns) a stat can vouch for, given when the row was checked:
-    ragd.records.stat_vouches, for 38k rows at once."""
-    return f"((julianday({checked_at}) - 2440587.5) * 86400.0 - {RACY_SECONDS}) * 1e9"
-
-
-# ?3 is the bound for the source's oldest check: files older than that (most, on a no-op)
-# skip the per-row date arithmetic, which cost a 38k-file file_states 25 ms of its ~70.
-_STAT_VOUCHES_SQL = (
-    f"{_SETTLED_SQL} AND fingerprint = ?1 "
-    f"AND (mtime_ns < ?3 OR mtime_ns < {_vouch_before_sql('checked_at')})"
 )
 
 
@@ -103,39 +48,12 @@ class Manifest:
     @classmethod
     def open(cls, path: Path) -> Manifest:
         """Open (creating if needed) for writing: WAL, synchronous=FULL."""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-            conn.execute("PRAGMA journal_mode=WAL")
-            # NORMAL may lose a committed transaction on power loss; the manifest is truth.
-            conn.execute("PRAGMA synchronous=FULL")
-            conn.execute("PRAGMA busy_timeout=10000")
-            conn.executescript(_SCHEMA)
-            conn.execute(
-                "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
-                (str(SCHEMA_VERSION),),
-            )
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot open the manifest {path}: {exc}") from exc
-        return cls(conn, path, writable=True)
+        return cls(connect_writer(path), path, writable=True)
 
     @classmethod
     def open_readonly(cls, path: Path) -> Manifest:
         """Open for reading only; StoreError when no index exists yet."""
-        if not path.exists():
-            raise StoreError(
-                f"no index at {path.parent}",
-                hint="run 'ragd index' first, or check daemon.data_dir",
-            )
-        try:
-            conn = sqlite3.connect(
-                f"{path.as_uri()}?mode=ro", uri=True, isolation_level=None, check_same_thread=False
-            )
-            conn.execute("PRAGMA busy_timeout=10000")
-            conn.execute("SELECT 1 FROM documents LIMIT 1")
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot read the manifest {path}: {exc}") from exc
-        return cls(conn, path, writable=False)
+        return cls(connect_reader(path), path, writable=False)
 
     def close(self) -> None:
         """Close the connection."""
@@ -170,7 +88,7 @@ class Manifest:
 
     def documents(self, source: str | None = None) -> list[DocumentRecord]:
         """Every document row (of one source, if given), with its chunk count."""
-        sql, args = _SELECT_DOCUMENTS, ()  # type: tuple[str, tuple[str, ...]]
+        sql, args = SELECT_DOCUMENTS, ()  # type: tuple[str, tuple[str, ...]]
         if source is not None:
             sql, args = sql + " WHERE d.source = ?", (source,)
         return [
@@ -182,14 +100,14 @@ class Manifest:
         low = prefix.rstrip("/") + "/"
         high = low[:-1] + chr(ord("/") + 1)  # every key starting with "prefix/" sorts below
         rows = self._conn.execute(
-            _SELECT_DOCUMENTS + " WHERE d.source = ? AND d.key >= ? AND d.key < ? ORDER BY d.key",
+            SELECT_DOCUMENTS + " WHERE d.source = ? AND d.key >= ? AND d.key < ? ORDER BY d.key",
             (source, low, high),
         )
         return [DocumentRecord(*row) for row in rows]
 
     def document(self, doc_id: str) -> DocumentRecord | None:
         """One document row, or None."""
-        row = self._conn.execute(_SELECT_DOCUMENTS + " WHERE d.doc_id = ?", (doc_id,)).fetchone()
+        row = self._conn.execute(SELECT_DOCUMENTS + " WHERE d.doc_id = ?", (doc_id,)).fetchone()
         return None if row is None else DocumentRecord(*row)
 
     def file_states(self, source: str, fingerprint: str) -> dict[str, FileState]:
@@ -201,13 +119,13 @@ class Manifest:
         anyway, in page order.
         """
         (oldest,) = self._conn.execute(
-            f"SELECT {_vouch_before_sql('MIN(checked_at)')} "
+            f"SELECT {vouch_before_sql('MIN(checked_at)')} "
             "FROM documents NOT INDEXED WHERE source = ?",
             (source,),
         ).fetchone()
         rows = self._conn.execute(
-            f"SELECT key, CASE WHEN {_STAT_VOUCHES_SQL} THEN size END, "
-            f"CASE WHEN {_STAT_VOUCHES_SQL} THEN mtime_ns END "
+            f"SELECT key, CASE WHEN {STAT_VOUCHES_SQL} THEN size END, "
+            f"CASE WHEN {STAT_VOUCHES_SQL} THEN mtime_ns END "
             "FROM documents NOT INDEXED WHERE source = ?2",
             (fingerprint, source, oldest if oldest is not None else 0),
         )
@@ -284,52 +202,14 @@ class Manifest:
                 "DELETE FROM documents WHERE doc_id = ?",
                 [(w.doc_id,) for w in writes if w.status == "deleted"],
             )
-            # first_seen_at is set once, by whichever write creates the row.
             conn.executemany(
-                "INSERT INTO documents (doc_id, source, key, uri, title, size, mtime_ns, "
-                "content_hash, fingerprint, status, error, first_seen_at, indexed_at, "
-                "checked_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
-                "CASE WHEN ?10 = 'indexed' THEN ?12 END, ?13) "
-                "ON CONFLICT (doc_id) DO UPDATE SET uri = excluded.uri, title = excluded.title, "
-                "size = excluded.size, mtime_ns = excluded.mtime_ns, "
-                "content_hash = excluded.content_hash, fingerprint = excluded.fingerprint, "
-                "status = excluded.status, error = excluded.error, "
-                "indexed_at = COALESCE(excluded.indexed_at, indexed_at), "
-                "checked_at = excluded.checked_at",
-                [
-                    (
-                        w.doc_id,
-                        w.source,
-                        w.key,
-                        w.uri,
-                        w.title,
-                        w.size,
-                        w.mtime_ns,
-                        w.content_hash,
-                        w.fingerprint,
-                        w.status,
-                        w.error,
-                        now,
-                        checked_at,
-                    )
-                    for w in kept
-                ],
+                UPSERT_DOCUMENT_SQL,
+                [(*UPSERT_DOCUMENT_FIELDS(w), now, checked_at) for w in kept],
             )
             conn.executemany(
                 "INSERT INTO chunks (chunk_id, doc_id, ordinal, heading_path, text, embed_key) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        c.chunk_id,
-                        c.doc_id,
-                        c.ordinal,
-                        json.dumps(list(c.heading_path)),
-                        c.text,
-                        c.embed_key,
-                    )
-                    for w in kept
-                    for c in w.chunks
-                ],
+                [_chunk_row(c) for w in kept for c in w.chunks],
             )
 
     def confirm_unchanged(
@@ -509,6 +389,10 @@ class Manifest:
 
 def _chunk(row: tuple[str, str, int, str, str, str]) -> ChunkRecord:
     return ChunkRecord(row[0], row[1], row[2], tuple(json.loads(row[3])), row[4], row[5])
+
+
+def _chunk_row(c: ChunkRecord) -> tuple[str, str, int, str, str, str]:
+    return (c.chunk_id, c.doc_id, c.ordinal, json.dumps(list(c.heading_path)), c.text, c.embed_key)
 
 
 def _batches(items: list[str], size: int) -> Iterator[list[str]]:
