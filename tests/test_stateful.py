@@ -72,7 +72,8 @@ from ragd.manifest import Manifest
 from ragd.pipeline import Pipeline
 from ragd.records import DocumentWrite, Vector
 from ragd.stores import DataDir, WriterStores
-from ragd.vectors import TABLE_NAME, VectorRow, VectorStore
+from ragd.vector_rows import TABLE_NAME, VectorRow
+from ragd.vectors import VectorStore
 from tests.conftest import FakeEmbedder
 
 EXAMPLES = Path(__file__).resolve().parent / ".hypothesis-examples"

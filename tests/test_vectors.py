@@ -10,14 +10,8 @@ import numpy as np
 import pytest
 
 from ragd.errors import StoreError
-from ragd.vectors import (
-    COMPACT_AT_FRAGMENTS,
-    IN_BATCH,
-    VectorRow,
-    VectorStore,
-    sql_in,
-    sql_string,
-)
+from ragd.vector_rows import VectorRow, sql_in, sql_string
+from ragd.vectors import COMPACT_AT_FRAGMENTS, IN_BATCH, VectorStore
 
 DIM = 8
 QUOTED_DOC = 'docs:it\'s a "test".md'

@@ -27,7 +27,7 @@ from ragd.faults import fault_point
 from ragd.keywords import KeywordRow
 from ragd.records import DocumentRecord, DocumentWrite
 from ragd.stores import WriterStores
-from ragd.vectors import VectorRow
+from ragd.vector_rows import VectorRow
 
 # A pass writes its first batch soon (its first documents become searchable) and then ever
 # bigger ones: each write has a fixed cost (a Tantivy commit and segment, a LanceDB version,

@@ -38,7 +38,8 @@ from ragd import faults
 from ragd.cli import main as cli_main
 from ragd.keywords import KeywordStore
 from ragd.manifest import Manifest
-from ragd.vectors import VectorRow, VectorStore
+from ragd.vector_rows import VectorRow
+from ragd.vectors import VectorStore
 from tests.conftest import SHARED, write_config
 from tests.integration.conftest import run_json
 
