@@ -1,11 +1,11 @@
 """The write path's decisions: bring the stores in step with the sources, doing only what changed.
 
 Owns one indexing pass: list each source, decide per document whether it changed
-(size + mtime, then the hash of the bytes read, then the pipeline fingerprint), parse
-and chunk what changed (ragd.preparing, on worker processes for big passes), and hand
-each decision to a BatchWriter (ragd.batches), which writes in crash-safe order and
-embeds only chunk texts with no stored vector. Also applies CMS entry deliveries
-(ragd.entries decides what each one does).
+(size + mtime, then the hash of the bytes read, then the pipeline fingerprint:
+ragd.file_outcomes), parse and chunk what changed (ragd.preparing, on worker processes
+for big passes), and hand each decision to a BatchWriter (ragd.batches), which writes
+in crash-safe order and embeds only chunk texts with no stored vector. Also applies CMS
+entry deliveries (ragd.entries decides what each one does).
 """
 
 from __future__ import annotations
@@ -19,19 +19,13 @@ from ragd.batches import BatchWriter, DocumentEvent, EventFn
 from ragd.embedding import Embedder
 from ragd.entries import EntryUpdate, entry_outcome
 from ragd.errors import SourceError
+from ragd.file_outcomes import file_outcome, known_hash, stat_unchanged
 from ragd.folders import FileStat, FolderSource, Listing
 from ragd.index_report import IndexReport
 from ragd.lance_session import import_in_background
-from ragd.pipeline import Pipeline, chunk_records
+from ragd.pipeline import Pipeline
 from ragd.preparing import WORKER_MIN_FILES, Prepared, ToPrepare, prepare, prepare_in_order
-from ragd.records import (
-    SETTLED,
-    DocumentRecord,
-    DocumentWrite,
-    FileState,
-    stat_vouches,
-    utc_now,
-)
+from ragd.records import DocumentRecord, DocumentWrite, FileState, utc_now
 from ragd.stores import WriterStores, reconcile
 
 ProgressFn = Callable[[int, int], None]
@@ -165,10 +159,11 @@ class Indexer:
         self._report.unchanged += len(same_stat)
         if progress is not None:
             progress(len(same_stat))
+        fingerprint = self.pipeline.fingerprint
         if len(todo) >= self.worker_min_files:
             import_in_background()  # the first write needs lancedb; workers take a while
         ready = prepare_in_order(
-            [ToPrepare(e.key, self._known_hash(r, full=full), e.size) for e, r in todo],
+            [ToPrepare(e.key, known_hash(r, fingerprint, full=full), e.size) for e, r in todo],
             self.pipeline,
             read=source.read,
             worker=(source.reader(), self.embedder),
@@ -203,6 +198,7 @@ class Indexer:
             return self._finish()
         try:
             source.check_root()  # an unmounted root must not read as "every file deleted"
+            fingerprint = self.pipeline.fingerprint
             for prefix in trees:
                 listing = source.scan(prefix)
                 known = {d.key: d for d in self.manifest.documents_under(source.name, prefix)}
@@ -210,7 +206,7 @@ class Indexer:
                     if self._stopping():
                         break
                     record = known.get(entry.key)
-                    if record is not None and self._stat_unchanged(record, entry):
+                    if record is not None and stat_unchanged(record, entry, fingerprint):
                         self._unchanged(record.doc_id, entry.size, entry.mtime_ns)
                     else:
                         self._visit(source, entry, record, full=False)
@@ -342,77 +338,40 @@ class Indexer:
         full: bool,
         prepared: Prepared | None = None,
     ) -> None:
-        if not self._first_time(f"{source.name}:{entry.key}"):
+        doc_id = f"{source.name}:{entry.key}"
+        if not self._first_time(doc_id):
             return
         started = time.monotonic()
         fingerprint = self.pipeline.fingerprint
-        settled = record is not None and record.status in SETTLED
-        same_recipe = record is not None and record.fingerprint == fingerprint
-        doc_id = f"{source.name}:{entry.key}"
         if prepared is None:
-            known = self._known_hash(record, full=full)
+            known = known_hash(record, fingerprint, full=full)
             prepared = prepare(entry.key, known, self.pipeline, source.read)
-        if prepared.size is None or prepared.mtime_ns is None:
-            reason = prepared.error or "unreadable"
-            self._fail(source, entry.key, record, reason, entry.size, entry.mtime_ns, None)
-            return
-        size, mtime_ns, digest = prepared.size, prepared.mtime_ns, prepared.digest
-        if settled and same_recipe and record is not None and record.content_hash == digest:
-            if not full:
-                self._unchanged(doc_id, size, mtime_ns)
-                self._emit(DocumentEvent("unchanged", doc_id, reason="same content"))
-                return
-            kind = "unchanged"  # --full rewrites it anyway
-        elif record is None or record.content_hash is None:
-            kind = "added"
-        else:
-            kind = "changed"
-        processed = prepared.processed
-        if processed is None:
-            reason = prepared.error or "cannot be parsed"
-            self._fail(source, entry.key, record, reason, size, mtime_ns, digest)
-            return
-        setattr(self._report, kind, getattr(self._report, kind) + 1)
-        chunks = chunk_records(doc_id, processed, self.embedder.identity)
-        write = DocumentWrite(
-            doc_id=doc_id,
-            source=source.name,
-            key=entry.key,
-            uri=source.uri_for(entry.key),
-            status="indexed",
-            title=processed.title,
-            size=size,
-            mtime_ns=mtime_ns,
-            content_hash=digest,
-            fingerprint=fingerprint,
-            chunks=chunks,
-        )
-        texts = tuple(c.embed_text for c in processed.chunks)
-        self._batches.add(
-            write,
-            texts,
+        outcome = file_outcome(
+            source.name,
+            source.uri_for(entry.key),
+            entry,
             record,
-            started,
-            vectors=prepared.vectors,
-            identifiers=prepared.identifiers,
+            prepared,
+            fingerprint=fingerprint,
+            model_identity=self.embedder.identity,
+            full=full,
         )
-
-    def _stat_unchanged(self, record: DocumentRecord, entry: FileStat) -> bool:
-        """A listed file whose size and mtime are those it was indexed with, and may stand
-        for its content (ragd.records.stat_vouches): unchanged, without opening it.
-
-        Listings only. A key hint means the watcher saw the file written, and a rewrite of
-        the same size within one timestamp tick of the last (coarse clocks, FAT, network
-        mounts) leaves both equal: hinted files are read and hashed instead.
-        """
-        same_stat = (record.size, record.mtime_ns) == (entry.size, entry.mtime_ns)
-        return same_stat and stat_vouches(record, self.pipeline.fingerprint)
-
-    def _known_hash(self, record: DocumentRecord | None, *, full: bool) -> str | None:
-        """The hash that makes parsing a file unnecessary: its settled, same-recipe content."""
-        if full or record is None or record.status not in SETTLED:
-            return None
-        return record.content_hash if record.fingerprint == self.pipeline.fingerprint else None
+        if outcome.write is None:
+            self._unchanged(doc_id, outcome.size, outcome.mtime_ns)
+            self._emit(DocumentEvent("unchanged", doc_id, reason="same content"))
+            return
+        setattr(self._report, outcome.kind, getattr(self._report, outcome.kind) + 1)
+        if outcome.kind == "failed":
+            self._batches.add(outcome.write, (), record)
+        else:
+            self._batches.add(
+                outcome.write,
+                outcome.texts,
+                record,
+                started,
+                vectors=prepared.vectors,
+                identifiers=prepared.identifiers,
+            )
 
     def _emit(self, event: DocumentEvent) -> None:
         if self.on_event is not None:
@@ -421,31 +380,6 @@ class Indexer:
     def _unchanged(self, doc_id: str, size: int, mtime_ns: int) -> None:
         self._report.unchanged += 1
         self._confirmed.append((doc_id, size, mtime_ns))
-
-    def _fail(
-        self,
-        source: FolderSource,
-        key: str,
-        record: DocumentRecord | None,
-        reason: str,
-        size: int,
-        mtime_ns: int,
-        digest: str | None,
-    ) -> None:
-        self._report.failed += 1
-        write = DocumentWrite(
-            doc_id=f"{source.name}:{key}",
-            source=source.name,
-            key=key,
-            uri=source.uri_for(key),
-            status="failed",
-            size=size,
-            mtime_ns=mtime_ns,
-            content_hash=digest,
-            fingerprint=self.pipeline.fingerprint,
-            error=reason,
-        )
-        self._batches.add(write, (), record)
 
     def _delete(self, record: DocumentRecord) -> None:
         if not self._first_time(record.doc_id):
