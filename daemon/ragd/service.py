@@ -10,7 +10,6 @@ a second one exits at once.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import threading
@@ -26,9 +25,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
 from ragd.app import Runtime
-from ragd.config import WebhookSourceConfig
-from ragd.errors import ConfigError, RagdError
-from ragd.fetch import EntryFetcher
+from ragd.errors import RagdError
 from ragd.http_api import create_app
 from ragd.indexer import Indexer
 from ragd.jobs import JobQueue
@@ -43,55 +40,10 @@ from ragd.status import StatusReport
 from ragd.stores import WriterLock, WriterStores
 from ragd.vectors import VectorStore
 from ragd.watcher import Change, Watcher
-from ragd.webhooks import WebhookAuth, WebhookRejected, authenticate, parse_delivery
+from ragd.webhook_intake import WebhookIntake
 from ragd.writer import Writer
 
 log = get_logger("ragd.service")
-
-
-def webhook_auth(source: WebhookSourceConfig) -> WebhookAuth:
-    """Read a webhook source's secret and bearer token (once, at start; never logged)."""
-    key = f"sources.{source.name}"
-    secret: str | None = None
-    if source.secret_env:
-        secret = os.environ.get(source.secret_env)
-        if not secret:
-            raise ConfigError(
-                f"{key}.secret_env: environment variable {source.secret_env} is not set or empty"
-            )
-    elif source.secret_file is not None:
-        try:
-            secret = source.secret_file.read_text()
-        except OSError as exc:
-            raise ConfigError(
-                f"{key}.secret_file: cannot read {source.secret_file}: {exc.strerror}"
-            ) from exc
-    token = None
-    if source.bearer_token_env:
-        token = os.environ.get(source.bearer_token_env)
-        if not token:
-            raise ConfigError(
-                f"{key}.bearer_token_env: environment variable {source.bearer_token_env} "
-                "is not set or empty"
-            )
-    try:
-        if source.insecure_no_signature:
-            return WebhookAuth.from_secret_text("none", None, token)
-        return WebhookAuth.from_secret_text(source.signature, secret, token)
-    except ValueError as exc:  # the message never contains the secret
-        raise ConfigError(f"{key}: {exc}") from None
-
-
-def entry_fetcher(source: WebhookSourceConfig) -> EntryFetcher:
-    """The fetcher for a webhook source with a fetch_url (header values read from env)."""
-    assert source.fetch_url is not None
-    headers = {name: os.environ.get(var, "") for name, var in source.fetch_headers_env.items()}
-    return EntryFetcher(
-        source.fetch_url,
-        timeout=source.fetch_timeout.total_seconds(),
-        max_bytes=source.fetch_max_bytes,
-        headers=headers,
-    )
 
 
 STOP_TIMEOUT = 8.0
@@ -141,16 +93,7 @@ class Daemon:
         self.stop = threading.Event()
         self.started = time.monotonic()
         self.state = "starting"
-        self.webhook_auth = {
-            s.name: webhook_auth(s)
-            for s in self.config.sources
-            if isinstance(s, WebhookSourceConfig)
-        }
-        self.fetchers = {
-            s.name: entry_fetcher(s)
-            for s in self.config.sources
-            if isinstance(s, WebhookSourceConfig) and s.fetch_url
-        }
+        self.webhooks = WebhookIntake(self.config.sources)
         self.metrics = Metrics(self._snapshot)
 
     # -- the backend the HTTP API calls ---------------------------------------------------
@@ -207,13 +150,15 @@ class Daemon:
         return report
 
     def has_webhook_source(self, source: str) -> bool:
-        return source in self.webhook_auth
+        return self.webhooks.knows(source)
 
     def webhook(
         self, source: str, headers: Mapping[str, str], body: bytes
     ) -> tuple[int, dict[str, Any]]:
         """Authenticate, validate and durably queue one delivery; (status, JSON body)."""
-        outcome, answer = self._webhook(source, headers, body)
+        outcome, answer = self.webhooks.accept(self.queue, source, headers, body)
+        if outcome in ("queued", "duplicate"):
+            self.writer.wake.set()
         self.metrics.webhook_deliveries.labels(source=source, outcome=outcome).inc()
         log.info(
             "webhook_delivery",
@@ -223,39 +168,6 @@ class Daemon:
             delivery_id=answer[1].get("delivery_id"),
         )
         return answer
-
-    def _webhook(
-        self, source: str, headers: Mapping[str, str], body: bytes
-    ) -> tuple[str, tuple[int, dict[str, Any]]]:
-        auth = self.webhook_auth.get(source)
-        if auth is None:
-            return "unknown_source", (404, {"error": f"unknown webhook source '{source}'"})
-        try:
-            delivery_id = authenticate(auth, headers, body, now=time.time())
-        except WebhookRejected as exc:
-            return "unauthorized", (exc.status, {"error": exc.message})
-        try:
-            delivery = parse_delivery(body)
-        except WebhookRejected as exc:
-            return "malformed", (exc.status, {"error": exc.message})
-        if delivery.event == "upsert" and delivery.content is None and source not in self.fetchers:
-            message = "an upsert without content needs fetch_url on the source"
-            return "malformed", (400, {"error": message})
-        payload = json.dumps(
-            {
-                "event": delivery.event,
-                "title": delivery.title,
-                "url": delivery.url,
-                "content": delivery.content,
-                "content_type": delivery.content_type,
-            }
-        )
-        queued = self.queue.accept_delivery(
-            source, delivery_id, delivery.entry_id, payload, delivery.version()
-        )
-        self.writer.wake.set()
-        outcome = "queued" if queued else "duplicate"
-        return outcome, (202, {"status": outcome, "delivery_id": delivery_id})
 
     def note_webhook(self, source: str, outcome: str) -> None:
         self.metrics.webhook_deliveries.labels(source=source, outcome=outcome).inc()
@@ -331,7 +243,7 @@ class Daemon:
             self.stop,
             compact=lambda: self._compact(stores),
             on_commit=self._committed,
-            fetchers=self.fetchers,
+            fetchers=self.webhooks.fetchers,
         )
         indexer.on_event = self.writer.on_document
         self.watcher = Watcher(runtime.folders, self._on_changes, self._on_overflow)
