@@ -17,16 +17,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ragd.deliveries import Delivery, parse_delivery, validate_entry_id
 from ragd.webhooks import (
-    Delivery,
     WebhookAuth,
     WebhookRejected,
     authenticate,
-    parse_delivery,
     secret_key,
     sign_github,
     sign_standard_webhooks,
-    validate_entry_id,
 )
 
 SPEC_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"

@@ -4,7 +4,8 @@ request body to the durable job queue.
 Owns reading a webhook source's secret and bearer token (once, at start; never logged),
 its entry fetcher, and `WebhookIntake.accept`: authenticate, parse, check and queue one
 delivery, answering with the HTTP status and body. The writer applies queued deliveries
-later (ragd.writer); signature schemes and the delivery format are `ragd.webhooks`.
+later (ragd.writer); signature schemes are `ragd.webhooks`,
+the delivery format `ragd.deliveries`.
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ragd.config import SourceConfig, WebhookSourceConfig
+from ragd.deliveries import parse_delivery
 from ragd.errors import ConfigError
 from ragd.fetch import EntryFetcher
 from ragd.jobs import JobQueue
-from ragd.webhooks import WebhookAuth, WebhookRejected, authenticate, parse_delivery
+from ragd.webhooks import WebhookAuth, WebhookRejected, authenticate
 
 
 def webhook_auth(source: WebhookSourceConfig) -> WebhookAuth:
