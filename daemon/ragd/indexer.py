@@ -31,7 +31,6 @@ from ragd.stores import WriterStores, reconcile
 ProgressFn = Callable[[int, int], None]
 """Called as progress(done, total) every few listed files, and after the last."""
 
-
 _PROGRESS_EVERY = 100  # files between progress calls: per file, they cost 5% of a no-op pass
 
 
