@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from datetime import timedelta
 from pathlib import Path
@@ -305,6 +306,29 @@ def test_version_count_increases_per_commit_and_optimize_reduces_it(
 
     assert store.version_count() < start + 4
     assert store.chunk_ids() == before
+
+
+def test_a_later_optimize_removes_what_a_recent_compaction_kept_for_readers(
+    tmp_path: Path, store: VectorStore, rng: np.random.Generator
+) -> None:
+    # The premise of the daemon's compact-cleanup job (ragd.service.scheduled_jobs).
+    for i in range(4):
+        store.replace_documents([f"docs:{i}.md"], make_rows(f"docs:{i}.md", 50, rng))
+    keep = timedelta(seconds=1)
+
+    store.optimize(cleanup_older_than=keep)
+    kept_versions, kept_bytes = store.version_count(), disk_bytes(tmp_path / "lancedb")
+    time.sleep(keep.total_seconds() + 0.2)
+    store.optimize(cleanup_older_than=keep)
+
+    assert kept_versions > 1  # the pre-compaction versions are younger than `keep`
+    assert store.version_count() == 1
+    assert disk_bytes(tmp_path / "lancedb") < kept_bytes
+    assert len(store.chunk_ids()) == 200
+
+
+def disk_bytes(root: Path) -> int:
+    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
 
 
 def test_a_small_table_is_searched_without_a_vector_index(

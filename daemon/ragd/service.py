@@ -18,17 +18,18 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from types import FrameType
-from typing import Any
+from typing import Any, NamedTuple
 
 import uvicorn
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
 from ragd.app import Runtime
+from ragd.config import ScheduleConfig
 from ragd.errors import RagdError
 from ragd.http_api import create_app
 from ragd.indexer import Indexer
-from ragd.jobs import JobQueue
+from ragd.jobs import JobKind, JobQueue
 from ragd.keywords import KeywordStore
 from ragd.logs import get_logger
 from ragd.manifest import Manifest
@@ -47,9 +48,40 @@ log = get_logger("ragd.service")
 
 
 STOP_TIMEOUT = 8.0
+# How long after its versions pass `cleanup_older_than` a compaction's follow-up runs.
+CLEANUP_MARGIN = timedelta(minutes=1)
 # A status read that disagrees while the writer is busy is retried this often, this far apart.
 STATUS_RECHECKS = 3
 STATUS_RECHECK_PAUSE = 0.25
+
+
+class ScheduledJob(NamedTuple):
+    """A periodic job: its id, how often it runs, what it queues, and when it first runs."""
+
+    id: str
+    interval: timedelta
+    kind: JobKind
+    first_after: timedelta
+
+
+def scheduled_jobs(schedule: ScheduleConfig) -> list[ScheduledJob]:
+    """The daemon's periodic jobs for a [schedule].
+
+    A compaction's cleanup keeps the versions younger than `cleanup_older_than` (readers
+    may still be on them), and with them the files the compaction rewrote: about the
+    table's size again until the next compaction, 6 hours later by default. LanceDB
+    cleans up only inside a compaction, so a second one runs once those versions are
+    old enough. When compactions are that frequent anyway, the next one does it.
+    """
+    jobs = [
+        ScheduledJob("rescan", schedule.rescan_interval, "scan", schedule.rescan_interval),
+        ScheduledJob("compact", schedule.compact_interval, "compact", schedule.compact_interval),
+    ]
+    follow_up = schedule.cleanup_older_than + CLEANUP_MARGIN
+    if follow_up < schedule.compact_interval:
+        first = schedule.compact_interval + follow_up
+        jobs.append(ScheduledJob("compact-cleanup", schedule.compact_interval, "compact", first))
+    return jobs
 
 
 class Readers:
@@ -340,23 +372,20 @@ class Daemon:
             },
         )
         now = datetime.now(UTC)
-        for job_id, interval, kind in (
-            ("rescan", schedule.rescan_interval, "scan"),
-            ("compact", schedule.compact_interval, "compact"),
-        ):
+        for job in scheduled_jobs(schedule):
             scheduler.add_job(
                 self._enqueue_job,
-                IntervalTrigger(seconds=max(1, int(interval.total_seconds()))),
-                args=[kind],
-                id=job_id,
+                IntervalTrigger(seconds=max(1, int(job.interval.total_seconds()))),
+                args=[job.kind],
+                id=job.id,
                 replace_existing=True,
-                next_run_time=now + max(interval, timedelta(seconds=1)),
+                next_run_time=now + max(job.first_after, timedelta(seconds=1)),
             )
         scheduler.start()
         return scheduler
 
-    def _enqueue_job(self, kind: str) -> None:
-        self.queue.enqueue(kind)  # type: ignore[arg-type]
+    def _enqueue_job(self, kind: JobKind) -> None:
+        self.queue.enqueue(kind)
         self.writer.wake.set()
 
     def _install_signal_handlers(self) -> None:

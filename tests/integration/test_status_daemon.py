@@ -32,7 +32,7 @@ def test_status_carries_the_running_daemons_section(tmp_path: Path) -> None:
     assert daemon["pid"] == served.process.pid
     assert daemon["queue_depth"] == 0
     assert daemon["watcher"]["watching"] is True
-    assert set(daemon["next_jobs"]) == {"rescan", "compact"}
+    assert set(daemon["next_jobs"]) == {"rescan", "compact", "compact-cleanup"}
     assert f"daemon: pid {served.process.pid}, ok" in text
     assert "watcher: watching, 0 overflows" in text
 
