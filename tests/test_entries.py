@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+import json
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from ragd.chunking import ChunkSettings
 from ragd.entries import EntryOutcome, EntryUpdate, entry_outcome
-from ragd.pipeline import Pipeline, content_hash
+from ragd.parse_guard import ParseGuard
+from ragd.pipeline import Pipeline, ProcessedDocument, content_hash
 from ragd.records import DocumentRecord
 
 PIPELINE = Pipeline(ChunkSettings(300, 40), "fake-model")
@@ -100,3 +103,57 @@ def test_content_that_cannot_be_parsed_is_failed_with_its_hash() -> None:
     assert result.kind == "failed"
     assert result.write is not None and result.write.content_hash == content_hash(binary)
     assert "binary" in (result.write.error or "")
+
+
+@dataclass(frozen=True)
+class Watching(Pipeline):
+    """The test pipeline, recording what the guard file held at each parse."""
+
+    guard_file: Path = Path("parsing")
+    seen: list[str] = field(default_factory=list)
+
+    def process(self, data: bytes, filename: str) -> ProcessedDocument:
+        self.seen.append(self.guard_file.read_text())
+        return super().process(data, filename)
+
+
+def watching(tmp_path: Path) -> Watching:
+    return Watching(PIPELINE.chunking, "fake-model", tmp_path / "parsing")
+
+
+def guarded(
+    tmp_path: Path, pipeline: Pipeline, update: EntryUpdate, record: DocumentRecord | None
+) -> EntryOutcome:
+    guard = ParseGuard(tmp_path / "parsing")
+    return entry_outcome(
+        "cms",
+        update,
+        record,
+        applied_version=None,
+        pipeline=pipeline,
+        model_identity="fake-model",
+        guard=guard,
+    )
+
+
+def test_content_that_failed_before_is_unchanged_and_not_parsed_again(tmp_path: Path) -> None:
+    failed = replace(indexed(), status="failed", error="the parser crashed", chunk_count=0)
+    pipeline = watching(tmp_path)
+
+    again = guarded(tmp_path, pipeline, UPDATE, failed)
+    edited = guarded(tmp_path, pipeline, replace(UPDATE, data=BODY + b"\nA yearly plan.\n"), failed)
+
+    assert again == EntryOutcome("unchanged", size=len(BODY))
+    assert edited.kind == "changed"
+    assert len(pipeline.seen) == 1  # the edit alone
+
+
+def test_the_parse_of_an_entry_is_named_in_the_guard_while_it_runs(tmp_path: Path) -> None:
+    pipeline = watching(tmp_path)
+
+    result = guarded(tmp_path, pipeline, UPDATE, None)
+
+    assert result.kind == "added"
+    assert json.loads(pipeline.seen[0])["doc_id"] == "cms:pricing"
+    assert json.loads(pipeline.seen[0])["content_hash"] == content_hash(BODY)
+    assert ParseGuard(tmp_path / "parsing").leftover() is None

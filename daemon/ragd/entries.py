@@ -9,9 +9,11 @@ indexed. The Indexer applies the outcome; nothing here touches a store.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from ragd.parse_guard import ParseGuard, Parsing
 from ragd.parsers import UnsupportedDocument
 from ragd.pipeline import Pipeline, chunk_records, content_hash
 from ragd.records import DocumentRecord, DocumentWrite
@@ -60,9 +62,11 @@ def entry_outcome(
     applied_version: str | None,
     pipeline: Pipeline,
     model_identity: str,
+    guard: ParseGuard | None = None,
 ) -> EntryOutcome:
     """Decide what `update` does to the document `record` (None: never indexed), whose
-    last applied delivery had `applied_version`. Parses the content when it changed."""
+    last applied delivery had `applied_version`. Parses the content when it changed (and
+    did not fail before), inside `guard` when given."""
     doc_id = f"{source}:{update.key}"
     version = update.version
     if version is not None and applied_version is not None and version < applied_version:
@@ -92,9 +96,21 @@ def entry_outcome(
         and (update.title or record.title) == record.title
     ):
         return EntryOutcome("unchanged", size=len(update.data))
+    if (
+        record is not None
+        and record.status == "failed"
+        and record.content_hash == digest
+        and record.fingerprint == fingerprint
+    ):
+        # The same bytes failed before: parsing them again fails again, or crashes again.
+        return EntryOutcome("unchanged", size=len(update.data))
     suffix = _SUFFIX_FOR_TYPE.get(update.content_type, ".txt")
+    parsing = Parsing(
+        doc_id, source, update.key, update.uri, len(update.data), 0, digest, fingerprint
+    )
     try:
-        processed = pipeline.process(update.data, f"{update.key}{suffix}")
+        with nullcontext() if guard is None else guard.parsing(parsing):
+            processed = pipeline.process(update.data, f"{update.key}{suffix}")
     except UnsupportedDocument as exc:
         failed = replace(
             base, status="failed", error=exc.reason, content_hash=digest, fingerprint=fingerprint

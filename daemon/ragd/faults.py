@@ -19,6 +19,10 @@ Points, in the order one flush reaches them (see `BatchWriter.flush` in ragd.bat
 - `before_commit`: just before the manifest commit of every non-empty flush, including flushes
   that only record failures or unchanged-but-settled documents and touch no search store.
 - `during_compaction`: `VectorStore.optimize` was asked to compact, before LanceDB starts.
+- `poisoned_parse`: `Pipeline.process` was given a document holding the bytes of `POISON`.
+  It stands for a parser that crashes natively on one file: it dies there in whichever
+  process parses it (the count is per process), so a worker, and then the writer, die on
+  it (ragd.parse_guard).
 
 The variable is read once, at import. When it is unset a call costs one string comparison, so
 the points stay in production code (the core reads no configuration; this is a test hook).
@@ -37,7 +41,9 @@ POINTS = (
     "after_tantivy",
     "before_commit",
     "during_compaction",
+    "poisoned_parse",
 )
+POISON = b"RAGD-FAULT-POISON"
 
 
 def _parse(spec: str) -> tuple[str, int]:
@@ -54,6 +60,11 @@ def _parse(spec: str) -> tuple[str, int]:
 
 _NAME, _NTH = _parse(os.environ.get("RAGD_FAULT", ""))
 _arrivals = 0
+
+
+def armed(name: str) -> bool:
+    """Whether RAGD_FAULT names this point (for a point that also looks at its input)."""
+    return name == _NAME
 
 
 def fault_point(name: str) -> None:

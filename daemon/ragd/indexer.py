@@ -23,6 +23,7 @@ from ragd.file_outcomes import file_outcome, known_hash, stat_unchanged
 from ragd.folders import FileStat, FolderSource, Listing
 from ragd.index_report import IndexReport
 from ragd.lance_session import import_in_background
+from ragd.parse_guard import ParseGuard
 from ragd.pipeline import Pipeline
 from ragd.preparing import WORKER_MIN_FILES, Prepared, ToPrepare, prepare, prepare_in_order
 from ragd.records import DocumentRecord, DocumentWrite, FileState, utc_now
@@ -73,6 +74,7 @@ class Indexer:
         self.cleanup_older_than = cleanup_older_than  # LanceDB versions kept for readers
         self.worker_min_files = worker_min_files  # files a pass prepares before using a worker
         self.on_event = on_event
+        self.parse_guard = ParseGuard(stores.paths.parsing)
         self._batches = self._new_batches()  # a new one per pass, from _begin
 
     def run(self, *, full: bool = False, progress: ProgressFn | None = None) -> IndexReport:
@@ -167,6 +169,7 @@ class Indexer:
             read=source.read,
             worker=(source.reader(), self.embedder),
             min_files=self.worker_min_files,
+            guard=self.parse_guard.for_files(source.name, source.uri_for, fingerprint),
         )
         self._batches.expect(len(todo))
         try:
@@ -244,6 +247,7 @@ class Indexer:
             applied_version=self.manifest.entry_version(doc_id),
             pipeline=self.pipeline,
             model_identity=self.embedder.identity,
+            guard=self.parse_guard,
         )
         if outcome.kind == "unchanged":
             self._unchanged(doc_id, outcome.size, 0)
@@ -265,6 +269,11 @@ class Indexer:
         if reconcile or not self.manifest.is_clean():
             self.reconcile()
             self._report.reconciled = True
+        if (crashed := self.parse_guard.leftover()) is not None:  # before listing: its hash
+            self._report.failed += 1
+            self._batches.add(crashed, (), self.manifest.document(crashed.doc_id))
+            self._batches.flush()
+            self.parse_guard.clear()
         return self._report
 
     def _new_batches(self) -> BatchWriter:
@@ -305,15 +314,12 @@ class Indexer:
         indexed = self.manifest.indexed_count(source.name)
         if not indexed:
             return False
-        self._report.errors.append(
-            str(
-                SourceError(
-                    f"source '{source.name}': {source.root} listed no files but {indexed} "
-                    "documents are indexed; nothing was deleted",
-                    hint="if the folder really is empty now, run 'ragd index --full'",
-                )
-            )
+        error = SourceError(
+            f"source '{source.name}': {source.root} listed no files but {indexed} "
+            "documents are indexed; nothing was deleted",
+            hint="if the folder really is empty now, run 'ragd index --full'",
         )
+        self._report.errors.append(str(error))
         return True
 
     def _delete_unlisted(
@@ -344,7 +350,8 @@ class Indexer:
         fingerprint = self.pipeline.fingerprint
         if prepared is None:
             known = known_hash(record, fingerprint, full=full)
-            prepared = prepare(entry.key, known, self.pipeline, source.read)
+            guard = self.parse_guard.for_files(source.name, source.uri_for, fingerprint)
+            prepared = prepare(entry.key, known, self.pipeline, source.read, guard)
         outcome = file_outcome(
             source.name,
             source.uri_for(entry.key),
@@ -357,7 +364,8 @@ class Indexer:
         )
         if outcome.write is None:
             self._unchanged(doc_id, outcome.size, outcome.mtime_ns)
-            self._emit(DocumentEvent("unchanged", doc_id, reason="same content"))
+            if self.on_event is not None:
+                self.on_event(DocumentEvent("unchanged", doc_id, reason="same content"))
             return
         setattr(self._report, outcome.kind, getattr(self._report, outcome.kind) + 1)
         if outcome.kind == "failed":
@@ -372,10 +380,6 @@ class Indexer:
                 identifiers=prepared.identifiers,
             )
 
-    def _emit(self, event: DocumentEvent) -> None:
-        if self.on_event is not None:
-            self.on_event(event)
-
     def _unchanged(self, doc_id: str, size: int, mtime_ns: int) -> None:
         self._report.unchanged += 1
         self._confirmed.append((doc_id, size, mtime_ns))
@@ -384,13 +388,7 @@ class Indexer:
         if not self._first_time(record.doc_id):
             return
         self._report.deleted += 1
-        write = DocumentWrite(
-            doc_id=record.doc_id,
-            source=record.source,
-            key=record.key,
-            uri=record.uri,
-            status="deleted",
-        )
+        write = DocumentWrite(record.doc_id, record.source, record.key, record.uri, "deleted")
         self._batches.add(write, (), record)
 
     def _first_time(self, doc_id: str) -> bool:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from ragd.chunking import CHUNKER_VERSION, Chunk, ChunkSettings, chunk_document
+from ragd.faults import POISON, armed, fault_point
 from ragd.parsers import PARSER_VERSION, UnsupportedDocument, parse_document
 from ragd.records import ChunkRecord
 
@@ -83,6 +84,8 @@ class Pipeline:
 
     def process(self, data: bytes, filename: str) -> ProcessedDocument:
         """Parse and chunk; raises parsers.UnsupportedDocument with a reason."""
+        if armed("poisoned_parse") and POISON in data:
+            fault_point("poisoned_parse")
         parsed = parse_document(data, filename)
         chunks = tuple(chunk_document(parsed, self.chunking))
         if len(chunks) > MAX_CHUNKS_PER_DOCUMENT:

@@ -20,6 +20,7 @@ from collections import deque
 from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
@@ -27,6 +28,7 @@ from ragd.embedding import Embedder, Matrix
 from ragd.errors import DocumentError
 from ragd.folders import FileContent
 from ragd.identifiers import identifier_terms
+from ragd.parse_guard import FileGuard
 from ragd.parsers import UnsupportedDocument
 from ragd.pipeline import Pipeline, ProcessedDocument, content_hash
 
@@ -90,8 +92,15 @@ class Prepared:
     identifiers: tuple[str, ...] | None = None
 
 
-def prepare(key: str, known_hash: str | None, pipeline: Pipeline, read: Reader) -> Prepared:
-    """Read, hash and (unless the content hashes to `known_hash`) parse and chunk one file."""
+def prepare(
+    key: str,
+    known_hash: str | None,
+    pipeline: Pipeline,
+    read: Reader,
+    guard: FileGuard | None = None,
+) -> Prepared:
+    """Read, hash and (unless the content hashes to `known_hash`) parse and chunk one file,
+    the parse inside `guard` when given (ragd.parse_guard)."""
     try:
         content = read(key)
     except DocumentError as exc:
@@ -100,7 +109,8 @@ def prepare(key: str, known_hash: str | None, pipeline: Pipeline, read: Reader) 
     if digest == known_hash:
         return Prepared(content.size, content.mtime_ns, digest, None, None)
     try:
-        processed = pipeline.process(content.data, key)
+        with nullcontext() if guard is None else guard(key, content, digest):
+            processed = pipeline.process(content.data, key)
     except UnsupportedDocument as exc:
         return Prepared(content.size, content.mtime_ns, digest, None, exc.reason)
     return Prepared(content.size, content.mtime_ns, digest, processed, None)
@@ -175,18 +185,20 @@ def prepare_in_order(
     read: Reader,
     worker: tuple[Reader, Embedder] | None = None,
     min_files: int = WORKER_MIN_FILES,
+    guard: FileGuard | None = None,
 ) -> Generator[Prepared, None, None]:
     """`prepare` for each file, yielded in order.
 
     With `worker` (a picklable reader and embedder) and at least `min_files` files,
     worker processes prepare and embed them ahead of the caller (chunks the caller has
     cached are embedded anyway: on the other core that costs less than asking). If it
-    cannot start or one dies, the rest is prepared here, with `read`, unembedded. Closing
-    the generator early cancels what the workers have not begun.
+    cannot start or one dies, the rest is prepared here, with `read`, unembedded. Files
+    prepared here are parsed inside `guard`. Closing the generator early cancels what the
+    workers have not begun.
     """
     if worker is None or len(files) < min_files:
         for f in files:
-            yield prepare(f.key, f.known_hash, pipeline, read)
+            yield prepare(f.key, f.known_hash, pipeline, read, guard)
         return
     worker_read, embedder = worker
     tasks = _tasks(files)
@@ -221,7 +233,7 @@ def prepare_in_order(
                     pending.clear()
                     for rest in tasks[done:]:
                         for f in rest:
-                            yield prepare(f.key, f.known_hash, pipeline, read)
+                            yield prepare(f.key, f.known_hash, pipeline, read, guard)
                     return
                 yield from results
         finally:

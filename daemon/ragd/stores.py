@@ -44,6 +44,10 @@ class DataDir:
     def lock(self) -> Path:
         return self.root / "writer.lock"
 
+    @property
+    def parsing(self) -> Path:
+        return self.root / "parsing"  # ragd.parse_guard
+
 
 class WriterLock:
     """An exclusive flock on data_dir/writer.lock: one writer process per data directory.

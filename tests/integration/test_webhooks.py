@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from ragd.faults import POISON
+from ragd.parse_guard import CRASHED
 from ragd.webhooks import sign_standard_webhooks
 from tests.integration.daemon import Served, wait_until
 
@@ -286,3 +288,30 @@ def test_the_openapi_description_is_served(served: Served) -> None:
     spec = served.get("/openapi.json")
 
     assert "/v1/webhooks/{source}" in spec["paths"]
+
+
+def test_an_entry_whose_parse_kills_the_daemon_is_failed_after_the_restart(
+    tmp_path: Path, cms: FakeCms
+) -> None:
+    # ragd.faults' poisoned_parse stands for a native parser crash on this entry's content.
+    daemon = _daemon(tmp_path, cms)
+    daemon.env["RAGD_FAULT"] = "poisoned_parse"
+    poison = {"event": "upsert", "id": "poison", "content": f"# P\n\n{POISON.decode()}\n"}
+    daemon.start().wait_ready()
+    daemon.wait_scanned()
+    try:
+        accepted = daemon.post("/v1/webhooks/cms", *signed(poison))[0]
+        died = daemon.wait_exit(60)
+        daemon.stop()
+        daemon.start().wait_ready()
+        daemon.wait_scanned()  # the queued delivery is applied again, without a parse
+        resent = daemon.post("/v1/webhooks/cms", *signed(poison))[0]
+        good = {"event": "upsert", "id": "ok", "content": "# Okapi\n\nOkapis eat leaves.\n"}
+        daemon.post("/v1/webhooks/cms", *signed(good))
+        wait_until(lambda: _hits(daemon, "okapis eat leaves") == ["cms:ok"], 30)
+        cms_status = next(s for s in daemon.status()["sources"] if s["name"] == "cms")
+    finally:
+        daemon.stop()
+
+    assert (accepted, died, resent) == (202, -signal.SIGKILL, 202)
+    assert cms_status["failed_documents"] == [{"path": "poison", "error": CRASHED}]
