@@ -20,6 +20,7 @@ import pytest
 from ragd.chunking import ChunkSettings
 from ragd.folders import FileContent, FileReader
 from ragd.identifiers import identifier_terms
+from ragd.parse_guard import CRASHED
 from ragd.pipeline import Pipeline, content_hash
 from ragd.preparing import (
     Prepared,
@@ -164,13 +165,53 @@ def test_a_worker_embeds_each_chunk_as_this_process_would(root: Path) -> None:
     [(64, 48, "page-05.md"), (3, 2, "page-31.md")],
     ids=["in-the-only-task", "in-task-11-of-14"],
 )
-def test_this_process_finishes_the_files_of_a_worker_that_died(
+def test_a_file_that_kills_every_worker_is_failed_and_the_rest_go_on(
     root: Path, monkeypatch: pytest.MonkeyPatch, task_files: int, ahead: int, fatal: str
 ) -> None:
     monkeypatch.setattr("ragd.preparing._TASK_FILES", task_files)
     monkeypatch.setattr("ragd.preparing._AHEAD_TASKS", ahead)
     read = FileReader(str(root), 1000)
     dying = DiesInWorker(read, fatal=fatal, parent=os.getpid())
+    files = _files(root)
+    here = list(prepare_in_order(files, PIPELINE, read=read))
+
+    there = list(
+        prepare_in_order(files, PIPELINE, read=dying, worker=(dying, FakeEmbedder()), min_files=1)
+    )
+
+    at = [f.key for f in files].index(fatal)
+    failed = there[at]
+    assert (failed.size, failed.mtime_ns, failed.digest) == (
+        here[at].size,
+        here[at].mtime_ns,
+        here[at].digest,
+    )
+    assert (failed.processed, failed.error) == (None, CRASHED)
+    assert _fields(there[:at] + there[at + 1 :]) == _fields(here[:at] + here[at + 1 :])
+    assert there[-1].vectors is not None  # a new pool prepared the files after it
+
+
+@dataclass(frozen=True)
+class DiesOnce:
+    """Reads like FileReader, but the first worker to read `fatal` dies (flag: `once`)."""
+
+    reader: FileReader
+    fatal: str
+    once: str
+
+    def __call__(self, key: str) -> FileContent:
+        if key == self.fatal and not os.path.exists(self.once):
+            Path(self.once).touch()
+            os._exit(3)
+        return self.reader(key)
+
+
+def test_a_worker_that_died_once_costs_no_file(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("ragd.preparing._TASK_FILES", 3)
+    read = FileReader(str(root), 1000)
+    dying = DiesOnce(read, fatal="page-20.md", once=str(tmp_path / "died"))
     here = list(prepare_in_order(_files(root), PIPELINE, read=read))
 
     there = list(
@@ -179,10 +220,9 @@ def test_this_process_finishes_the_files_of_a_worker_that_died(
         )
     )
 
-    assert _fields(there) == _fields(here)  # in order, each file once
-    assert there[-1].vectors is None  # the files from the dead worker's task on: here
-    if task_files == 3:
-        assert there[1].vectors is not None  # page-00 (after binary.md) came from a worker
+    assert (tmp_path / "died").exists()
+    assert _fields(there) == _fields(here)
+    assert all(p.vectors is not None for p in there if p.processed)  # all from workers
 
 
 class _CannotStart:
@@ -221,10 +261,12 @@ def test_tasks_hold_at_most_64_files_or_about_a_mebibyte() -> None:
     small = [ToPrepare(f"s{n}.md", None, 100) for n in range(130)]
     big = [ToPrepare(f"b{n}.md", None, 600_000) for n in range(3)]
 
-    tasks = _tasks(small + big)
+    numbered = list(enumerate(small + big))
+
+    tasks = _tasks(numbered)
 
     assert [len(t) for t in tasks] == [64, 64, 3, 1, 1]
-    assert [f for t in tasks for f in t] == small + big
+    assert [f for t in tasks for f in t] == numbered
 
 
 def test_a_worker_finds_each_chunks_identifier_terms(root: Path) -> None:

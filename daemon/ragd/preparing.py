@@ -5,7 +5,8 @@ exception) and `prepare_in_order`, which prepares many files in order and, when 
 are enough to pay for starting them, on worker processes that also embed their chunks.
 A pass that rewrites thousands of documents then parses and embeds on both cores while
 the calling process writes. Every store write stays in the calling process, in
-the same order as before.
+the same order as before. A worker's death (a parser crashing natively on one file) costs
+that file, not the pass (`prepare_in_order`).
 """
 
 from __future__ import annotations
@@ -22,13 +23,13 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ragd.embedding import Embedder, Matrix
 from ragd.errors import DocumentError
 from ragd.folders import FileContent
 from ragd.identifiers import identifier_terms
-from ragd.parse_guard import FileGuard
+from ragd.parse_guard import CRASHED, FileGuard
 from ragd.parsers import UnsupportedDocument
 from ragd.pipeline import Pipeline, ProcessedDocument, content_hash
 
@@ -59,6 +60,9 @@ _WORKER_NICENESS = 5
 # `send` for ~10% of its time whenever this process held the GIL. 1 MiB is Linux's default
 # limit for unprivileged processes.
 _RESULT_PIPE_BYTES = 1 << 20
+# A pool whose worker dies is started again at most this often in one pass (after each
+# death the files its workers were on are tried alone); then this process goes on.
+_POOL_STARTS = 3
 
 
 class ToPrepare(NamedTuple):
@@ -116,13 +120,16 @@ def prepare(
     return Prepared(content.size, content.mtime_ns, digest, processed, None)
 
 
-# Each worker's pipeline and embedder, sent once when it starts (its model loads once).
+# Each worker's pipeline and embedder, sent once when it starts (its model loads once),
+# and the pool's `busy` array: per task, the number of the file being prepared (-1 before,
+# -2 after), so that when a worker dies the pool's owner reads what was in hand.
 _worker: tuple[Pipeline, Embedder] | None = None
+_busy: Any = None
 
 
-def _start_worker(pipeline: Pipeline, embedder: Embedder, caller: int) -> None:
-    global _worker  # one per worker process, set by its initializer
-    _worker = (pipeline, embedder)
+def _start_worker(pipeline: Pipeline, embedder: Embedder, caller: int, busy: Any) -> None:
+    global _worker, _busy  # one per worker process, set by its initializer
+    _worker, _busy = (pipeline, embedder), busy
     _exit_with(caller)
     # One worker per core already: a tokenizer thread pool per worker only adds threads
     # that spin while they wait. In 7 paired full tldr indexes this had less idle CPU in
@@ -153,12 +160,18 @@ def _exit_with(caller: int) -> None:
     threading.Thread(target=wait, name="watch-caller", daemon=True).start()
 
 
-def _prepare_task(files: Sequence[ToPrepare], read: Reader) -> list[Prepared]:
-    """In the worker: prepare a task's files, embed all their chunks in one call, and find
-    their identifier terms (the keyword store's extra field) while it is here."""
-    assert _worker is not None, "the worker's initializer did not run"
+def _prepare_task(
+    index: int, files: Sequence[tuple[int, ToPrepare]], read: Reader
+) -> list[Prepared]:
+    """In the worker: prepare task `index`'s numbered files, embed all their chunks in one
+    call, and find their identifier terms (the keyword store's extra field) while here."""
+    assert _worker is not None and _busy is not None, "the worker's initializer did not run"
     pipeline, embedder = _worker
-    prepared = [prepare(f.key, f.known_hash, pipeline, read) for f in files]
+    prepared = []
+    for number, f in files:
+        _busy[index] = number
+        prepared.append(prepare(f.key, f.known_hash, pipeline, read))
+    _busy[index] = -2
     texts = list(
         dict.fromkeys(c.embed_text for p in prepared if p.processed for c in p.processed.chunks)
     )
@@ -191,54 +204,129 @@ def prepare_in_order(
 
     With `worker` (a picklable reader and embedder) and at least `min_files` files,
     worker processes prepare and embed them ahead of the caller (chunks the caller has
-    cached are embedded anyway: on the other core that costs less than asking). If it
-    cannot start or one dies, the rest is prepared here, with `read`, unembedded. Files
-    prepared here are parsed inside `guard`. Closing the generator early cancels what the
-    workers have not begun.
+    cached are embedded anyway: on the other core that costs less than asking). When a
+    worker dies, each file a worker was preparing then is prepared again by a worker of
+    its own; a file that kills that one too is failed, read and hashed here but not
+    parsed, and a new pool goes on. If no pool can start, or pools keep dying, the rest is
+    prepared here, with `read`, unembedded, parsed inside `guard`. Closing the generator
+    early cancels what the workers have not begun.
     """
     if worker is None or len(files) < min_files:
         for f in files:
             yield prepare(f.key, f.known_hash, pipeline, read, guard)
         return
-    worker_read, embedder = worker
-    tasks = _tasks(files)
+    decided: dict[int, Prepared] = {}  # files that were prepared alone, by number
+    start = 0
+    for _ in range(_POOL_STARTS):
+        broken = yield from _on_workers(files, start, decided, pipeline, worker)
+        if broken is None:
+            return
+        start, suspects = broken
+        if suspects is None:
+            break  # no worker could start
+        for number in suspects:
+            if number >= start and number not in decided:
+                decided[number] = _alone(number, files[number], pipeline, worker, read, guard)
+    for number in range(start, len(files)):
+        f = files[number]
+        if number in decided:
+            yield decided.pop(number)
+        else:
+            yield prepare(f.key, f.known_hash, pipeline, read, guard)
+
+
+def _pool(
+    pipeline: Pipeline, embedder: Embedder, workers: int, tasks: int
+) -> tuple[ProcessPoolExecutor, Any]:
+    """A pool of `workers` for `tasks` tasks, and the array where they note their files."""
     # forkserver: the caller may hold threads (Tantivy, LanceDB) a plain fork would copy.
-    with ProcessPoolExecutor(
-        _WORKERS,
-        mp_context=multiprocessing.get_context("forkserver"),
+    context = multiprocessing.get_context("forkserver")
+    busy = context.Array("q", [-1] * tasks, lock=False)  # one writer per element: no lock
+    pool = ProcessPoolExecutor(
+        workers,
+        mp_context=context,
         initializer=_start_worker,
-        initargs=(pipeline, embedder, os.getpid()),
-    ) as pool:
+        initargs=(pipeline, embedder, os.getpid(), busy),
+    )
+    return pool, busy
+
+
+def _on_workers(
+    files: Sequence[ToPrepare],
+    start: int,
+    decided: dict[int, Prepared],
+    pipeline: Pipeline,
+    worker: tuple[Reader, Embedder],
+) -> Generator[Prepared, None, tuple[int, list[int] | None] | None]:
+    """Yield files[start:] in order, the `decided` ones as they are and the rest from one
+    pool of workers. None when all were yielded; if the pool broke, the number of the first
+    file not yielded and the numbers of the files its workers were on (None: it never ran)."""
+    worker_read, embedder = worker
+    tasks = _tasks([(n, files[n]) for n in range(start, len(files)) if n not in decided])
+    pool, busy = _pool(pipeline, embedder, _WORKERS, len(tasks))
+    following = start  # the number of the next file to yield
+    with pool:
         _widen_result_pipe(pool)
-        pending: deque[tuple[Future[list[Prepared]], int]] = deque()
+        pending: deque[tuple[Future[list[Prepared]], int, list[int]]] = deque()
         ahead = 0  # bytes of the pending tasks' files
         submitted = 0
         try:
-            for done in range(len(tasks)):
+            for _ in range(len(tasks)):
                 try:
                     while submitted < len(tasks) and (
                         not pending or (len(pending) < _AHEAD_TASKS and ahead < _AHEAD_BYTES)
                     ):
                         task = tasks[submitted]
-                        size = sum(f.size for f in task)
-                        pending.append((pool.submit(_prepare_task, task, worker_read), size))
+                        size = sum(f.size for _, f in task)
+                        future = pool.submit(_prepare_task, submitted, task, worker_read)
+                        pending.append((future, size, [n for n, _ in task]))
                         ahead += size
                         submitted += 1
-                    future, size = pending.popleft()
+                    future, size, numbers = pending.popleft()
                     ahead -= size
                     results = future.result()
-                except (BrokenProcessPool, OSError):
-                    # A worker could not start (no /tmp for forkserver's socket, process
-                    # limits) or died (killed, out of memory): finish here, in order.
-                    pending.clear()
-                    for rest in tasks[done:]:
-                        for f in rest:
-                            yield prepare(f.key, f.known_hash, pipeline, read, guard)
-                    return
-                yield from results
+                except (BrokenProcessPool, OSError) as exc:
+                    pending.clear()  # their futures hold the error, and it holds this frame
+                    if isinstance(exc, OSError):  # no worker could start (no /tmp, limits)
+                        return following, None
+                    return following, [n for n in busy if n >= 0]  # one died
+                for number, prepared in zip(numbers, results, strict=True):
+                    for earlier in range(following, number):
+                        yield decided.pop(earlier)
+                    yield prepared
+                    following = number + 1
+            for earlier in range(following, len(files)):
+                yield decided.pop(earlier)
+            return None
         finally:
-            for future, _ in pending:
+            for future, _, _ in pending:
                 future.cancel()
+
+
+def _alone(
+    number: int,
+    f: ToPrepare,
+    pipeline: Pipeline,
+    worker: tuple[Reader, Embedder],
+    read: Reader,
+    guard: FileGuard | None,
+) -> Prepared:
+    """`f` prepared by a worker of its own. If that one dies too, the file is what kills
+    it: read and hashed here, not parsed, and failed, so this content is not parsed again."""
+    worker_read, embedder = worker
+    try:
+        pool, _ = _pool(pipeline, embedder, 1, 1)
+        with pool:
+            return pool.submit(_prepare_task, 0, [(number, f)], worker_read).result()[0]
+    except BrokenProcessPool:
+        pass
+    except OSError:
+        return prepare(f.key, f.known_hash, pipeline, read, guard)
+    try:
+        content = read(f.key)
+    except DocumentError as exc:
+        return Prepared(None, None, None, None, exc.message)
+    return Prepared(content.size, content.mtime_ns, content_hash(content.data), None, CRASHED)
 
 
 def _widen_result_pipe(pool: ProcessPoolExecutor) -> None:
@@ -253,16 +341,17 @@ def _widen_result_pipe(pool: ProcessPoolExecutor) -> None:
             fcntl.fcntl(reader.fileno(), fcntl.F_SETPIPE_SZ, _RESULT_PIPE_BYTES)
 
 
-def _tasks(files: Sequence[ToPrepare]) -> list[list[ToPrepare]]:
-    """Files cut into tasks of at most `_TASK_FILES` files or about `_TASK_BYTES`."""
-    tasks: list[list[ToPrepare]] = []
-    task: list[ToPrepare] = []
+def _tasks(files: Sequence[tuple[int, ToPrepare]]) -> list[list[tuple[int, ToPrepare]]]:
+    """Numbered files cut into tasks of at most `_TASK_FILES` files or about `_TASK_BYTES`."""
+    tasks: list[list[tuple[int, ToPrepare]]] = []
+    task: list[tuple[int, ToPrepare]] = []
     size = 0
-    for f in files:
+    for numbered in files:
+        f = numbered[1]
         if task and (len(task) == _TASK_FILES or size + f.size > _TASK_BYTES):
             tasks.append(task)
             task, size = [], 0
-        task.append(f)
+        task.append(numbered)
         size += f.size
     if task:
         tasks.append(task)
