@@ -40,15 +40,21 @@ PAGE = (
 
 @dataclass(frozen=True)
 class DiesInWorker:
-    """Reads like FileReader, but a worker process that reads `fatal` dies on the spot."""
+    """Reads like FileReader, but a worker process that reads `fatal` dies on the spot;
+    with `once` (a flag file's path), only the first one does."""
 
     reader: FileReader
     fatal: str
     parent: int
+    once: str | None = None
 
     def __call__(self, key: str) -> FileContent:
         if key == self.fatal and os.getpid() != self.parent:
-            os._exit(3)
+            if self.once is None:
+                os._exit(3)
+            if not os.path.exists(self.once):
+                Path(self.once).touch()
+                os._exit(3)
         return self.reader(key)
 
 
@@ -191,27 +197,12 @@ def test_a_file_that_kills_every_worker_is_failed_and_the_rest_go_on(
     assert there[-1].vectors is not None  # a new pool prepared the files after it
 
 
-@dataclass(frozen=True)
-class DiesOnce:
-    """Reads like FileReader, but the first worker to read `fatal` dies (flag: `once`)."""
-
-    reader: FileReader
-    fatal: str
-    once: str
-
-    def __call__(self, key: str) -> FileContent:
-        if key == self.fatal and not os.path.exists(self.once):
-            Path(self.once).touch()
-            os._exit(3)
-        return self.reader(key)
-
-
 def test_a_worker_that_died_once_costs_no_file(
     root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr("ragd.preparing._TASK_FILES", 3)
     read = FileReader(str(root), 1000)
-    dying = DiesOnce(read, fatal="page-20.md", once=str(tmp_path / "died"))
+    dying = DiesInWorker(read, "page-20.md", os.getpid(), once=str(tmp_path / "died"))
     here = list(prepare_in_order(_files(root), PIPELINE, read=read))
 
     there = list(
