@@ -16,7 +16,7 @@ from typing import Literal
 from ragd.parse_guard import ParseGuard, Parsing
 from ragd.parsers import UnsupportedDocument
 from ragd.pipeline import Pipeline, chunk_records, content_hash
-from ragd.records import DocumentRecord, DocumentWrite
+from ragd.records import SETTLED, DocumentRecord, DocumentWrite
 
 # An entry's content type picks the parser, as a file's suffix does.
 _SUFFIX_FOR_TYPE = {"text/markdown": ".md", "text/html": ".html", "text/plain": ".txt"}
@@ -90,19 +90,13 @@ def entry_outcome(
     digest = content_hash(update.data)
     if (
         record is not None
-        and record.status == "indexed"
+        and record.status in SETTLED
         and record.content_hash == digest
         and record.fingerprint == fingerprint
-        and (update.title or record.title) == record.title
+        # A new title alone rewrites an indexed entry. Content that failed stays failed:
+        # parsing the same bytes again fails again, or crashes again (ragd.parse_guard).
+        and (record.status == "failed" or (update.title or record.title) == record.title)
     ):
-        return EntryOutcome("unchanged", size=len(update.data))
-    if (
-        record is not None
-        and record.status == "failed"
-        and record.content_hash == digest
-        and record.fingerprint == fingerprint
-    ):
-        # The same bytes failed before: parsing them again fails again, or crashes again.
         return EntryOutcome("unchanged", size=len(update.data))
     suffix = _SUFFIX_FOR_TYPE.get(update.content_type, ".txt")
     parsing = Parsing(
