@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import signal
 import socket
@@ -300,7 +301,12 @@ def test_an_entry_whose_parse_kills_the_daemon_is_failed_after_the_restart(
     daemon.start().wait_ready()
     daemon.wait_scanned()
     try:
-        accepted = daemon.post("/v1/webhooks/cms", *signed(poison))[0]
+        try:
+            accepted: int | None = daemon.post("/v1/webhooks/cms", *signed(poison))[0]
+        except (http.client.IncompleteRead, ConnectionError):
+            # The writer can parse only what the queue holds, so the delivery was queued
+            # (and acknowledged) before the crash; the crash raced the reply's last bytes.
+            accepted = None
         died = daemon.wait_exit(60)
         daemon.stop()
         daemon.start().wait_ready()
@@ -313,5 +319,6 @@ def test_an_entry_whose_parse_kills_the_daemon_is_failed_after_the_restart(
     finally:
         daemon.stop()
 
-    assert (accepted, died, resent) == (202, -signal.SIGKILL, 202)
+    assert accepted in (202, None)
+    assert (died, resent) == (-signal.SIGKILL, 202)
     assert cms_status["failed_documents"] == [{"path": "poison", "error": CRASHED}]

@@ -1,0 +1,153 @@
+"""BERT tokenization by table: what the model's own tokenizer does, learned once per
+character and once per word, then applied with `str.translate`, `str.split` and dict
+lookups.
+
+Why: the Rust tokenizer spends most of its time per token (normalizing with offsets,
+pre-tokenizing, building an `Encoding`), and it was ~40% of a full index's CPU. Its
+normalizer is per character (clean, split out CJK, NFD, strip accents, lowercase) and
+its pre-tokenizer splits on whitespace and around each punctuation character, so a
+text's tokens are the WordPiece tokens of the words of its translated text. The tables
+are filled by asking the real tokenizer about each new character and each new word, so
+they hold its answers, never a re-implementation. Texts the tables cannot vouch for (an
+added token such as `[PAD]` in the text, or a character whose meaning could depend on
+its neighbours) go to the real tokenizer. tests/test_token_tables.py checks equal ids on
+corpora and on generated text.
+"""
+
+from __future__ import annotations
+
+import copy
+import unicodedata
+from collections.abc import Sequence
+from itertools import chain
+from typing import Any
+
+# Both tables grow with what the process has seen; they are dropped and refilled past
+# these sizes (a few tens of MB), so hostile text cannot grow them without bound.
+MAX_WORDS = 200_000
+MAX_CHARACTERS = 50_000
+
+
+class _Characters(dict[int, str]):
+    """`str.translate` table: a code point to its normalized text, with each whitespace
+    character as a space and each punctuation character between spaces; filled on first
+    sight from the tokenizer's own normalizer and pre-tokenizer."""
+
+    def __init__(self, normalizer: Any, pre_tokenizer: Any) -> None:
+        super().__init__()
+        self._normalizer = normalizer
+        self._pre_tokenizer = pre_tokenizer
+        self.unsafe: set[str] = set()
+
+    def __missing__(self, code: int) -> str:
+        character = chr(code)
+        try:
+            parts = [self._part(c) for c in self._normalizer.normalize_str(character)]
+        except Exception:  # a lone surrogate, which no tokenizer takes: let it say so
+            parts = [None]
+        if None in parts:
+            # Not expressible as a table entry: texts holding it take the real tokenizer.
+            self.unsafe.add(character)
+            translated = character
+        else:
+            translated = "".join(p for p in parts if p is not None)
+        self[code] = translated
+        return translated
+
+    def _part(self, character: str) -> str | None:
+        """What the pre-tokenizer makes of one normalized character, as table text."""
+        pieces = [piece for piece, _ in self._pre_tokenizer.pre_tokenize_str(f"a{character}a")]
+        if pieces == ["a", "a"]:
+            return " "
+        if pieces == ["a", character, "a"] and not character.isspace():
+            return f" {character} "
+        if pieces == [f"a{character}a"] and not character.isspace():
+            # NFD orders combining marks by class across characters; one that survives
+            # normalization could move past its neighbours, which a table cannot show.
+            return None if unicodedata.combining(character) else character
+        return None
+
+
+class TableTokenizer:
+    """Token ids of texts as the given BERT tokenizer would give them (no special tokens
+    added, truncated to `max_tokens`, `unknown` ids dropped)."""
+
+    def __init__(self, tokenizer: Any, *, max_tokens: int | None, unknown: int | None) -> None:
+        self._reference = copy.deepcopy(tokenizer)
+        if max_tokens is None:
+            self._reference.no_truncation()
+        else:
+            self._reference.enable_truncation(max_tokens)
+        self._words = copy.deepcopy(tokenizer)
+        self._words.normalizer = None
+        self._words.pre_tokenizer = None
+        self._words.no_truncation()
+        self._max_tokens = max_tokens
+        self._unknown = unknown
+        self._specials = [t.content for t in tokenizer.get_added_tokens_decoder().values()]
+        self._normalizer, self._pre_tokenizer = tokenizer.normalizer, tokenizer.pre_tokenizer
+        self._characters = _Characters(self._normalizer, self._pre_tokenizer)
+        self._ids: dict[str, tuple[int, ...]] = {}
+
+    @staticmethod
+    def fits(tokenizer: Any) -> bool:
+        """True for a lowercasing BERT tokenizer (BERT normalizer and pre-tokenizer,
+        WordPiece) whose added tokens cannot hide inside a word."""
+        # getattr and type names: these are tokenizers' attributes, not a promised API;
+        # if they change, the caller uses the model's own encode.
+        normalizer: Any = getattr(tokenizer, "normalizer", None)
+        pre_tokenizer: Any = getattr(tokenizer, "pre_tokenizer", None)
+        if not (
+            type(normalizer).__name__ == "BertNormalizer"
+            and getattr(normalizer, "lowercase", False) is True
+            and type(pre_tokenizer).__name__ == "BertPreTokenizer"
+            and type(getattr(tokenizer, "model", None)).__name__ == "WordPiece"
+            and hasattr(tokenizer, "get_added_tokens_decoder")
+        ):
+            return False
+        # An added token is matched in the raw text, before normalizing. One with a
+        # punctuation character never forms a word of the tables, and a text holding it
+        # takes the real tokenizer; one without could, under a different id.
+        return all(
+            not token.normalized and len(pre_tokenizer.pre_tokenize_str(token.content)) > 1
+            for token in tokenizer.get_added_tokens_decoder().values()
+        )
+
+    def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """One list of token ids per text."""
+        # New tables rather than cleared ones: another thread may be reading the old.
+        if len(self._characters) > MAX_CHARACTERS:
+            self._characters = _Characters(self._normalizer, self._pre_tokenizer)
+        if len(self._ids) > MAX_WORDS:
+            self._ids = {}
+        characters, known = self._characters, self._ids
+        words = [text.translate(characters).split() for text in texts]
+        self._learn(known, set(chain.from_iterable(words)).difference(known))
+        lookup = known.__getitem__
+        out = []
+        for text, text_words in zip(texts, words, strict=True):
+            if self._needs_reference(text, characters.unsafe):
+                out.append(self._reference_ids(text))
+                continue
+            ids = list(chain.from_iterable(map(lookup, text_words)))
+            if self._max_tokens is not None:
+                del ids[self._max_tokens :]
+            if self._unknown is not None and self._unknown in ids:
+                ids = [i for i in ids if i != self._unknown]
+            out.append(ids)
+        return out
+
+    def _learn(self, known: dict[str, tuple[int, ...]], new: set[str]) -> None:
+        if new:
+            words = list(new)
+            encodings = self._words.encode_batch_fast(words, add_special_tokens=False)
+            known.update((w, tuple(e.ids)) for w, e in zip(words, encodings, strict=True))
+
+    def _needs_reference(self, text: str, unsafe: set[str]) -> bool:
+        return (bool(unsafe) and not unsafe.isdisjoint(text)) or any(
+            special in text for special in self._specials
+        )
+
+    def _reference_ids(self, text: str) -> list[int]:
+        ids: list[int] = self._reference.encode(text, add_special_tokens=False).ids
+        return [i for i in ids if i != self._unknown]
