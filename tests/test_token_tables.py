@@ -111,7 +111,7 @@ def test_the_tables_are_renewed_past_their_size_limits(monkeypatch: pytest.Monke
 
     for text in texts:
         assert tokenizer.token_ids([text]) == [reference_ids(text)]
-        assert len(tokenizer._ids) <= 20 + 3
+        assert len(tokenizer._words) <= 20 + 3
         assert len(tokenizer._characters) <= 30 + 10
 
 

@@ -68,6 +68,20 @@ class _Characters(dict[int, str]):
         return None
 
 
+class _Words(dict[str, tuple[int, ...]]):
+    """A word (normalized, no whitespace or punctuation) to its WordPiece ids; filled on
+    first sight from the tokenizer's own WordPiece model."""
+
+    def __init__(self, model: Any) -> None:
+        super().__init__()
+        self._model = model
+
+    def __missing__(self, word: str) -> tuple[int, ...]:
+        ids = tuple(token.id for token in self._model.tokenize(word))
+        self[word] = ids
+        return ids
+
+
 class TableTokenizer:
     """Token ids of texts as the given BERT tokenizer would give them (no special tokens
     added, truncated to `max_tokens`, `unknown` ids dropped)."""
@@ -78,16 +92,13 @@ class TableTokenizer:
             self._reference.no_truncation()
         else:
             self._reference.enable_truncation(max_tokens)
-        self._words = copy.deepcopy(tokenizer)
-        self._words.normalizer = None
-        self._words.pre_tokenizer = None
-        self._words.no_truncation()
         self._max_tokens = max_tokens
         self._unknown = unknown
         self._specials = [t.content for t in tokenizer.get_added_tokens_decoder().values()]
         self._normalizer, self._pre_tokenizer = tokenizer.normalizer, tokenizer.pre_tokenizer
+        self._model = tokenizer.model
         self._characters = _Characters(self._normalizer, self._pre_tokenizer)
-        self._ids: dict[str, tuple[int, ...]] = {}
+        self._words = _Words(self._model)
 
     @staticmethod
     def fits(tokenizer: Any) -> bool:
@@ -118,30 +129,22 @@ class TableTokenizer:
         # New tables rather than cleared ones: another thread may be reading the old.
         if len(self._characters) > MAX_CHARACTERS:
             self._characters = _Characters(self._normalizer, self._pre_tokenizer)
-        if len(self._ids) > MAX_WORDS:
-            self._ids = {}
-        characters, known = self._characters, self._ids
-        words = [text.translate(characters).split() for text in texts]
-        self._learn(known, set(chain.from_iterable(words)).difference(known))
-        lookup = known.__getitem__
+        if len(self._words) > MAX_WORDS:
+            self._words = _Words(self._model)
+        characters, lookup = self._characters, self._words.__getitem__
         out = []
-        for text, text_words in zip(texts, words, strict=True):
+        for text in texts:
+            words = text.translate(characters).split()
             if self._needs_reference(text, characters.unsafe):
                 out.append(self._reference_ids(text))
                 continue
-            ids = list(chain.from_iterable(map(lookup, text_words)))
+            ids = list(chain.from_iterable(map(lookup, words)))
             if self._max_tokens is not None:
                 del ids[self._max_tokens :]
             if self._unknown is not None and self._unknown in ids:
                 ids = [i for i in ids if i != self._unknown]
             out.append(ids)
         return out
-
-    def _learn(self, known: dict[str, tuple[int, ...]], new: set[str]) -> None:
-        if new:
-            words = list(new)
-            encodings = self._words.encode_batch_fast(words, add_special_tokens=False)
-            known.update((w, tuple(e.ids)) for w, e in zip(words, encodings, strict=True))
 
     def _needs_reference(self, text: str, unsafe: set[str]) -> bool:
         return (bool(unsafe) and not unsafe.isdisjoint(text)) or any(
