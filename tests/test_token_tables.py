@@ -92,7 +92,7 @@ def test_a_character_the_table_cannot_hold_sends_its_text_to_the_tokenizer() -> 
     text = "nko \u07fd\u0301 mark"
     ids = tokenizer.token_ids([text, "plain words"])
 
-    assert "\u07fd" in tokenizer._characters.unsafe
+    assert "\u07fd" in tokenizer._characters._unsafe
     assert ids == [reference_ids(text), reference_ids("plain words")]
 
 
@@ -103,16 +103,25 @@ def test_a_lone_surrogate_fails_as_the_tokenizer_fails() -> None:
         table_tokenizer().token_ids(["a\ud800"])
 
 
-def test_the_tables_are_renewed_past_their_size_limits(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(token_tables, "MAX_WORDS", 20)
-    monkeypatch.setattr(token_tables, "MAX_CHARACTERS", 30)
+def test_a_full_character_table_sends_texts_with_new_characters_to_the_tokenizer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(token_tables, "MAX_CHARACTERS", 140)  # ASCII, and a little more
     tokenizer = table_tokenizer()
-    texts = [f"word{n} ünïcödé{n} 東{chr(0x4E00 + n)}" for n in range(60)]
+    texts = [f"東京 {chr(0x4E00 + n)}{chr(0x4F00 + n)} ünï" for n in range(40)]
+
+    assert tokenizer.token_ids(texts) == [reference_ids(t) for t in texts]
+    assert 128 < len(tokenizer._characters.table) <= 140
+
+
+def test_a_full_word_table_is_renewed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(token_tables, "MAX_WORDS", 20)
+    tokenizer = table_tokenizer()
+    texts = [f"word{n} other{n} third{n} fourth{n}" for n in range(30)]
 
     for text in texts:
         assert tokenizer.token_ids([text]) == [reference_ids(text)]
-        assert len(tokenizer._words) <= 20 + 3
-        assert len(tokenizer._characters) <= 30 + 10
+        assert len(tokenizer._words) <= 20
 
 
 def test_only_a_lowercasing_bert_tokenizer_fits() -> None:

@@ -9,9 +9,9 @@ its pre-tokenizer splits on whitespace and around each punctuation character, so
 text's tokens are the WordPiece tokens of the words of its translated text. The tables
 are filled by asking the real tokenizer about each new character and each new word, so
 they hold its answers, never a re-implementation. Texts the tables cannot vouch for (an
-added token such as `[PAD]` in the text, or a character whose meaning could depend on
-its neighbours) go to the real tokenizer. tests/test_token_tables.py checks equal ids on
-corpora and on generated text.
+added token such as `[PAD]` in the text, a character whose meaning could depend on its
+neighbours, or a new character once the table is full) go to the real tokenizer.
+tests/test_token_tables.py checks equal ids on corpora and on generated text.
 """
 
 from __future__ import annotations
@@ -22,40 +22,53 @@ from collections.abc import Sequence
 from itertools import chain
 from typing import Any
 
-# Both tables grow with what the process has seen; they are dropped and refilled past
-# these sizes (a few tens of MB), so hostile text cannot grow them without bound.
-MAX_WORDS = 200_000
+# Bounds on what the tables hold (~10 MB and a few tens of MB). Learning a character
+# costs ~8 us and a word ~2 us; hostile text (all of Unicode, random words) could
+# otherwise grow them without bound. A full character table stops learning: a text with
+# a character it does not hold takes the real tokenizer. A full word table is renewed.
 MAX_CHARACTERS = 50_000
+MAX_WORDS = 200_000
 
 
-class _Characters(dict[int, str]):
-    """`str.translate` table: a code point to its normalized text, with each whitespace
-    character as a space and each punctuation character between spaces; filled on first
-    sight from the tokenizer's own normalizer and pre-tokenizer."""
+class _Characters:
+    """A `str.translate` table: each known code point to its normalized text, with each
+    whitespace character as a space and each punctuation character between spaces;
+    learned from the tokenizer's own normalizer and pre-tokenizer."""
 
     def __init__(self, normalizer: Any, pre_tokenizer: Any) -> None:
-        super().__init__()
         self._normalizer = normalizer
         self._pre_tokenizer = pre_tokenizer
-        self.unsafe: set[str] = set()
+        self.table: dict[int, str] = {}
+        self._known: set[str] = set()
+        self._unsafe: set[str] = set()
+        self.covers("".join(map(chr, range(128))))
 
-    def __missing__(self, code: int) -> str:
-        character = chr(code)
+    def covers(self, text: str) -> bool:
+        """Learn the text's new characters while there is room; True if the table can
+        translate the text as the tokenizer would."""
+        characters = set(text)
+        new = characters.difference(self._known)
+        if new:
+            if len(self.table) + len(new) > MAX_CHARACTERS:
+                return False
+            for character in new:
+                self._learn(character)
+        return self._unsafe.isdisjoint(characters)
+
+    def _learn(self, character: str) -> None:
         try:
             parts = [self._part(c) for c in self._normalizer.normalize_str(character)]
         except Exception:  # a lone surrogate, which no tokenizer takes: let it say so
             parts = [None]
         if None in parts:
-            # Not expressible as a table entry: texts holding it take the real tokenizer.
-            self.unsafe.add(character)
-            translated = character
-        else:
-            translated = "".join(p for p in parts if p is not None)
-        self[code] = translated
-        return translated
+            self._unsafe.add(character)
+        # The table first: a thread that finds the character known finds it in the table.
+        self.table[ord(character)] = "".join(p for p in parts if p is not None)
+        self._known.add(character)
 
     def _part(self, character: str) -> str | None:
-        """What the pre-tokenizer makes of one normalized character, as table text."""
+        """What the pre-tokenizer makes of one normalized character, as table text; None
+        when no table text can stand for it."""
         pieces = [piece for piece, _ in self._pre_tokenizer.pre_tokenize_str(f"a{character}a")]
         if pieces == ["a", "a"]:
             return " "
@@ -69,8 +82,8 @@ class _Characters(dict[int, str]):
 
 
 class _Words(dict[str, tuple[int, ...]]):
-    """A word (normalized, no whitespace or punctuation) to its WordPiece ids; filled on
-    first sight from the tokenizer's own WordPiece model."""
+    """A word (normalized, no whitespace or punctuation) to its WordPiece ids; learned on
+    first sight from the tokenizer's own WordPiece model, up to MAX_WORDS."""
 
     def __init__(self, model: Any) -> None:
         super().__init__()
@@ -78,7 +91,8 @@ class _Words(dict[str, tuple[int, ...]]):
 
     def __missing__(self, word: str) -> tuple[int, ...]:
         ids = tuple(token.id for token in self._model.tokenize(word))
-        self[word] = ids
+        if len(self) < MAX_WORDS:
+            self[word] = ids
         return ids
 
 
@@ -95,9 +109,8 @@ class TableTokenizer:
         self._max_tokens = max_tokens
         self._unknown = unknown
         self._specials = [t.content for t in tokenizer.get_added_tokens_decoder().values()]
-        self._normalizer, self._pre_tokenizer = tokenizer.normalizer, tokenizer.pre_tokenizer
         self._model = tokenizer.model
-        self._characters = _Characters(self._normalizer, self._pre_tokenizer)
+        self._characters = _Characters(tokenizer.normalizer, tokenizer.pre_tokenizer)
         self._words = _Words(self._model)
 
     @staticmethod
@@ -126,30 +139,21 @@ class TableTokenizer:
 
     def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
         """One list of token ids per text."""
-        # New tables rather than cleared ones: another thread may be reading the old.
-        if len(self._characters) > MAX_CHARACTERS:
-            self._characters = _Characters(self._normalizer, self._pre_tokenizer)
-        if len(self._words) > MAX_WORDS:
-            self._words = _Words(self._model)
+        if len(self._words) >= MAX_WORDS:
+            self._words = _Words(self._model)  # not cleared: another thread may be reading
         characters, lookup = self._characters, self._words.__getitem__
         out = []
         for text in texts:
-            words = text.translate(characters).split()
-            if self._needs_reference(text, characters.unsafe):
+            if not characters.covers(text) or any(s in text for s in self._specials):
                 out.append(self._reference_ids(text))
                 continue
-            ids = list(chain.from_iterable(map(lookup, words)))
+            ids = list(chain.from_iterable(map(lookup, text.translate(characters.table).split())))
             if self._max_tokens is not None:
                 del ids[self._max_tokens :]
             if self._unknown is not None and self._unknown in ids:
                 ids = [i for i in ids if i != self._unknown]
             out.append(ids)
         return out
-
-    def _needs_reference(self, text: str, unsafe: set[str]) -> bool:
-        return (bool(unsafe) and not unsafe.isdisjoint(text)) or any(
-            special in text for special in self._specials
-        )
 
     def _reference_ids(self, text: str) -> list[int]:
         ids: list[int] = self._reference.encode(text, add_special_tokens=False).ids
