@@ -116,7 +116,7 @@ class TableTokenizer:
     @staticmethod
     def fits(tokenizer: Any) -> bool:
         """True for a lowercasing BERT tokenizer (BERT normalizer and pre-tokenizer,
-        WordPiece, no padding) whose added tokens cannot hide inside a word."""
+        WordPiece) whose added tokens cannot hide inside a word."""
         # getattr and type names: these are tokenizers' attributes, not a promised API;
         # if they change, the caller uses the model's own encode.
         normalizer: Any = getattr(tokenizer, "normalizer", None)
@@ -127,7 +127,6 @@ class TableTokenizer:
             and type(pre_tokenizer).__name__ == "BertPreTokenizer"
             and type(getattr(tokenizer, "model", None)).__name__ == "WordPiece"
             and hasattr(tokenizer, "get_added_tokens_decoder")
-            and getattr(tokenizer, "padding", None) is None  # padding would add ids
         ):
             return False
         # An added token is matched in the raw text, before normalizing. One with a
