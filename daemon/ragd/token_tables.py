@@ -102,6 +102,7 @@ class TableTokenizer:
 
     def __init__(self, tokenizer: Any, *, max_tokens: int | None, unknown: int | None) -> None:
         self._reference = copy.deepcopy(tokenizer)
+        self._reference.no_padding()  # as the tables: a text's ids, never pad ids
         if max_tokens is None:
             self._reference.no_truncation()
         else:
