@@ -43,11 +43,16 @@ class _Characters:
         self.table: dict[int, str] = {}
         self._known: set[str] = set()
         self._unsafe: set[str] = set()
-        self.covers("".join(map(chr, range(128))))
+        # ASCII is learned up front, so an ASCII text (str.isascii is O(1)) needs no set
+        # of its characters: a third of tldr's chunk texts, and the longest.
+        self._ascii = False
+        self._ascii = self.covers("".join(map(chr, range(128))))
 
     def covers(self, text: str) -> bool:
         """Learn the text's new characters while there is room; True if the table can
         translate the text as the tokenizer would."""
+        if self._ascii and text.isascii():
+            return True
         characters = set(text)
         new = characters.difference(self._known)
         if new:
