@@ -49,10 +49,16 @@ def test_terms_longer_than_tantivys_limit_are_dropped() -> None:
     assert identifier_terms("a" * 30 + "_" + "b" * 30) == []
 
 
-@given(
-    st.text(alphabet=st.characters(codec="utf-8", categories=["L", "N", "P", "Zs"]), max_size=60)
-)
-def test_the_one_part_shortcut_changes_no_terms(text: str) -> None:
+# The definition the one-scan `identifier_terms` must keep: every compound name (a word
+# start, then words joined by single separators), then every word's camelCase parts.
+_COMPOUND = re.compile(r"(?<![^\W_])[^\W_]++(?:[_.\-][^\W_]++)+")
+_AWKWARD = st.text(alphabet="aBcZ19_.-- \u00e9e\u0301\u4e2d\u0663\u00b2", max_size=30)
+_ANY = st.text(alphabet=st.characters(codec="utf-8", categories=["L", "N", "P", "Zs"]), max_size=60)
+
+
+@given(st.one_of(_ANY, _AWKWARD))
+def test_identifier_terms_are_every_compound_then_every_words_parts(text: str) -> None:
+    compounds = [t for m in _COMPOUND.findall(text) for t in compound_terms(m)]
     every_word_split = [p for w in re.findall(r"[^\W_]+", text) for p in camel_parts(w)]
 
-    assert identifier_terms(text) == compound_terms(text) + every_word_split
+    assert identifier_terms(text) == compounds + every_word_split

@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import re
 
-# Alphanumeric runs joined by `_`, `-` or `.` (a trailing dot ends a sentence, not a name).
-# Starting only at a word's start, and never giving back part of a run, keeps each word to
-# one attempt: 2.3x faster than the plain form over tldr's 15 MB of chunks, same matches.
-_COMPOUND = re.compile(r"(?<![^\W_])[^\W_]++(?:[_.\-][^\W_]++)+")
-_WORD = re.compile(r"[^\W_]+")
+# A word (a run of letters and digits) and the words joined to it by single `_`, `-` or
+# `.` (a trailing dot ends a sentence, not a name). One scan of the text yields every word
+# exactly once, inside the token that holds it: a token with a separator is a compound
+# name, and its words (like every other token's) may be camelCase. Over tldr's 15 MB of
+# chunk texts (and fastapi-docs) this took identifier terms from 1.6 s (one scan for
+# compounds, one for words) to 1.15 s, with the same terms in the same order.
+_TOKEN = re.compile(r"[^\W_]+(?:[_.\-][^\W_]+)*")
+_SEPARATOR = re.compile(r"[_.\-]")
 # Case-change boundaries: "HTTPException" -> HTTP|Exception, "getUserId" -> get|User|Id,
 # "OAuth2Password" -> O|Auth|2|Password. Digits are a part of their own.
 _CAMEL_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
@@ -39,29 +42,37 @@ def camel_parts(word: str) -> list[str]:
     return [p.lower() for p in parts if len(p) >= MIN_PART_CHARS]
 
 
-def compound_terms(text: str) -> list[str]:
-    """Compound names (`status_code`, `fastapi.status`) whole and lowercased, in order."""
-    terms: list[str] = []
-    for match in _COMPOUND.finditer(text):
-        whole = match.group().lower()
-        # A dotted path also names its compound segments: `status.HTTP_201_CREATED`
-        # should match a bare `HTTP_201_CREATED`.
-        segments = [s for s in whole.split(".") if "_" in s or "-" in s] if "." in whole else []
-        terms.extend(t for t in (whole, *segments) if len(t) <= MAX_TERM_CHARS)
-    return terms
+def compound_terms(compound: str) -> list[str]:
+    """The terms of one compound name (`status_code`, `fastapi.status`): the whole, and for
+    a dotted path its `_`/`-` segments, lowercased; none longer than Tantivy keeps."""
+    whole = compound.lower()
+    # A dotted path also names its compound segments: `status.HTTP_201_CREATED`
+    # should match a bare `HTTP_201_CREATED`.
+    segments = [s for s in whole.split(".") if "_" in s or "-" in s] if "." in whole else []
+    return [t for t in (whole, *segments) if len(t) <= MAX_TERM_CHARS]
 
 
 def identifier_terms(text: str) -> list[str]:
-    """The extra terms of `text`: compound names whole and camelCase parts, in order.
+    """The extra terms of `text`: compound names whole, then camelCase parts, in order.
 
     Terms the default tokenizer already produces are not repeated here ("status" and
     "code" of `status_code`, "httpexception" of `HTTPException`), so this field scores
     exactly what the default field misses.
     """
-    terms = compound_terms(text)
-    for word in _WORD.findall(text):
-        # Most words of prose are one part (lower, UPPER or Title case): skip the regex.
-        if word.isalpha() and (word.islower() or word.isupper() or word.istitle()):
-            continue
-        terms.extend(camel_parts(word))
-    return terms
+    compounds: list[str] = []
+    parts: list[str] = []
+    for token in _TOKEN.findall(text):
+        if token.isalnum():  # one word, no separator: by far the most common token
+            words: list[str] | tuple[str] = (token,)
+        else:
+            compounds.extend(compound_terms(token))
+            words = _SEPARATOR.split(token)
+        for word in words:
+            # Most words of prose are one part (lower, UPPER or Title case, or caseless
+            # like Chinese, which `camel_parts` would refuse as non-ASCII): skip the call.
+            if word.isalpha() and (
+                word.islower() or word.isupper() or word.istitle() or not word.isascii()
+            ):
+                continue
+            parts.extend(camel_parts(word))
+    return compounds + parts
