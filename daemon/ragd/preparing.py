@@ -241,6 +241,9 @@ def _pool(
     """A pool of `workers` for `tasks` tasks, and the array where they note their files."""
     # forkserver: the caller may hold threads (Tantivy, LanceDB) a plain fork would copy.
     context = multiprocessing.get_context("forkserver")
+    # The fork server imports what a worker runs once, and each worker is forked with it
+    # (it only applies when the server starts, on this process's first pool).
+    context.set_forkserver_preload([__name__])
     busy = context.Array("q", [-1] * tasks, lock=False)  # one writer per element: no lock
     pool = ProcessPoolExecutor(
         workers,
