@@ -44,14 +44,16 @@ def index_configs(rows: int) -> dict[str, Callable[[], Any] | None]:
     """The candidate indexes (None: no index, exact brute force)."""
     from lancedb.index import HnswSq, IvfPq, IvfSq
 
-    fine = max(1, rows // 1024)
+    from ragd.vectors import IVF_SAMPLE_RATE, ROWS_PER_PARTITION
+
+    fine = max(1, rows // ROWS_PER_PARTITION)
     return {
         "none": None,
         "ivf_sq": lambda: IvfSq(distance_type="cosine"),
         "ivf_sq_fine": lambda: IvfSq(distance_type="cosine", num_partitions=fine),
-        # What ragd builds: k-means on 64 rows per partition instead of 256.
+        # What ragd builds: k-means on fewer rows per partition than LanceDB's 256.
         "ivf_sq_fine_sampled": lambda: IvfSq(
-            distance_type="cosine", num_partitions=fine, sample_rate=64
+            distance_type="cosine", num_partitions=fine, sample_rate=IVF_SAMPLE_RATE
         ),
         "ivf_pq": lambda: IvfPq(distance_type="cosine"),
         "ivf_hnsw_sq": lambda: HnswSq(distance_type="cosine"),

@@ -56,10 +56,12 @@ ROWS_PER_PARTITION = 1024
 # p50 and one file 6.6 ms (docs/performance.md).
 COMPACT_AT_FRAGMENTS = 32
 # k-means trains on this many rows per partition (LanceDB's default is 256), so its cost
-# grows with the square of the partition count. With 64, the index of 125k rows built in
-# 3.6-3.9 s instead of 6.7-8.3 s at the same recall@10 (0.92-0.93) and recall@50 (0.95);
-# of tldr's 41k, 0.82 s instead of 1.06 (medians; bench/vector_index.py).
-IVF_SAMPLE_RATE = 64
+# grows with the square of the partition count. 64 instead of 256 built the index of 125k
+# rows in 3.6-3.9 s instead of 6.7-8.3 s at the same recall. 16 instead of 64: tldr's 41k
+# rows in 0.4-0.5 s instead of 0.8-0.9 (the last step of a full index), 125k in 1.8-2.1 s
+# instead of 2.6-4.1, 1M in 27-29 s instead of 33-34, with recall@10 and @50 equal within
+# the runs' spread at each size (bench/vector_index.py; docs/performance.md).
+IVF_SAMPLE_RATE = 16
 # An index keeps the partition count it was built with, so a table that grows keeps
 # searching 20 partitions of ever more rows (one built at 10k rows and grown to 125k: 9
 # partitions, all probed, a scan of every row). Once the table holds this many times the
