@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pathspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ragd.errors import DocumentError, SourceError
 from ragd.folders import FolderSource, Listing, glob_matcher
@@ -29,6 +31,58 @@ def test_listing_selects_by_include_and_exclude_with_posix_keys(tmp_path: Path) 
     listing = _source(tmp_path, exclude=("drafts/",)).scan()
 
     assert [f.key for f in listing.files] == ["a/b/deep.md", "top.md"]
+
+
+_TREE_NAMES = ("a", ".hidden", "node_modules", "docs", "x.md")
+_EXCLUDES = (
+    "docs/",
+    ".*/",
+    "node_modules/",
+    "*.md",
+    "a/x.md",
+    "!docs/",
+    "!a/x.md",
+    "docs/*.md",
+    "**/x.md/",
+    "a/**",
+    "x.md",
+    ".hidden",
+)
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Directories two deep named from _TREE_NAMES, each holding x.md, y.txt and .z.md."""
+    root = tmp_path_factory.mktemp("tree")
+    dirs = (
+        [root]
+        + [root / a for a in _TREE_NAMES]
+        + [root / a / b for a in _TREE_NAMES for b in _TREE_NAMES]
+    )
+    for directory in dirs:
+        directory.mkdir(exist_ok=True)
+    for directory in dirs:
+        for name in ("x.md", "y.txt", ".z.md"):
+            if not (directory / name).exists():
+                (directory / name).write_text("x")
+    return root
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.sampled_from(_EXCLUDES), max_size=4))
+def test_a_scan_lists_the_selected_files_below_directories_not_excluded(
+    tree: Path, exclude: list[str]
+) -> None:
+    source = _source(tree, include=("**/*.md", "*.txt"), exclude=tuple(exclude))
+    expected = []
+    for directory, _, names in os.walk(tree):
+        rel = Path(directory).relative_to(tree).as_posix()
+        parts = [] if rel == "." else rel.split("/")
+        if any(source.excludes_dir("/".join(parts[: n + 1])) for n in range(len(parts))):
+            continue
+        expected += [k for k in ("/".join([*parts, n]) for n in names) if source.selects(k)]
+
+    assert [f.key for f in source.scan().files] == sorted(expected)
 
 
 def test_symlinks_to_files_and_directories_are_not_followed(tmp_path: Path) -> None:

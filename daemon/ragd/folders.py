@@ -86,6 +86,21 @@ def glob_matcher(patterns: Sequence[str]) -> Callable[[str], bool]:
     return lambda key: combined.match(key) is not None
 
 
+def file_patterns(patterns: Sequence[str]) -> Sequence[str]:
+    """Of exclude patterns, those that can exclude a file a scan reached.
+
+    A scan tests each directory before it descends, and a pattern that names only
+    directories (a trailing `/`) matches a file only through one of its directories: so
+    a file the scan reaches is tested against the other patterns alone. With the default
+    excludes (all of them directories) that is no test at all: at 38k files, ~25 ms of
+    a no-op pass. A negation could re-include what a directory pattern excluded, so
+    with one every pattern is kept.
+    """
+    if any(p.lstrip().startswith("!") for p in patterns):
+        return patterns
+    return [p for p in patterns if not p.rstrip().endswith("/")]
+
+
 class FolderSource:
     """A directory tree of documents, selected by include and exclude patterns."""
 
@@ -106,6 +121,7 @@ class FolderSource:
         self._uri_prefix = (root.absolute() / "x").as_uri()[:-1]
         self._includes = glob_matcher(include)
         self._excludes = glob_matcher(exclude)
+        self._excludes_listed_file = glob_matcher(file_patterns(exclude))
 
     def selects(self, key: str) -> bool:
         """True when a file key is included, not excluded, and a valid UTF-8 name."""
@@ -185,7 +201,7 @@ class FolderSource:
             elif entry.is_file(follow_symlinks=False):
                 if not is_utf8_name(key):
                     listing.skipped_names.append(os.fsencode(key).decode("utf-8", "replace"))
-                elif self._includes(key) and not self._excludes(key):
+                elif self._includes(key) and not self._excludes_listed_file(key):
                     st = entry.stat(follow_symlinks=False)
                     listing.files.append(FileStat(key, st.st_size, st.st_mtime_ns))
             else:
