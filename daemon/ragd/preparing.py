@@ -242,7 +242,8 @@ def _pool(
     # forkserver: the caller may hold threads (Tantivy, LanceDB) a plain fork would copy.
     context = multiprocessing.get_context("forkserver")
     # The fork server imports what a worker runs once, and each worker is forked with it
-    # (it only applies when the server starts, on this process's first pool).
+    # (it only applies when the server starts, on this process's first pool). The server
+    # lives as long as this process and then holds 41 MiB instead of 13.
     context.set_forkserver_preload([__name__])
     busy = context.Array("q", [-1] * tasks, lock=False)  # one writer per element: no lock
     pool = ProcessPoolExecutor(
