@@ -19,6 +19,7 @@ import statistics
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -26,6 +27,11 @@ sys.path.insert(0, str(REPO))
 
 from tests.conftest import FASTAPI_DOCS  # noqa: E402
 from tests.integration.daemon import Served, wait_until  # noqa: E402
+
+
+def _is_top_hit(daemon: Served, word: str, name: str) -> bool:
+    """True when a BM25 query for `word` ranks the page `name` first."""
+    return daemon.paths_for(word)[:1] == [name]
 
 
 def main() -> None:
@@ -54,7 +60,7 @@ def main() -> None:
                 with target.open("a") as handle:
                     handle.write(f"\n\nAn appended sentence with {word} in it.\n")
                 # The top hit: other pages can match the marker's digit part ("0000").
-                wait_until(lambda w=word, t=target: daemon.paths_for(w)[:1] == [t.name], 30, 0.01)
+                wait_until(partial(_is_top_hit, daemon, word, target.name), 30, 0.01)
                 latencies.append(time.perf_counter() - started)
         finally:
             daemon.stop()

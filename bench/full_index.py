@@ -37,6 +37,7 @@ import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
+from typing import cast
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -199,7 +200,7 @@ def main() -> None:
                 'include = ["**/*.md"]\n'
             )
             fulls.append(run_index(config))
-            encode_s, texts = encode_in_child(args.model, work / f"data{round_}" / "state.db")
+            encode_s, encoded = encode_in_child(args.model, work / f"data{round_}" / "state.db")
             encodes.append(encode_s)
         widened_s, _ = encode_in_child(args.model, work / "data0" / "state.db", widened=True)
         walk_seconds(root)  # untimed: the dentry cache warm for both sides
@@ -210,7 +211,7 @@ def main() -> None:
             walks.append(walk_s)
             noops.append(run_index(config))
         walk_s = statistics.median(walks)
-        noop, noop_wall, noop_rss = sorted(noops, key=lambda run: float(run[0]["seconds"]))[
+        noop, noop_wall, noop_rss = sorted(noops, key=lambda run: cast(float, run[0]["seconds"]))[
             len(noops) // 2
         ]
         rescan_s = daemon_rescan_seconds(config, work / "serve.log")
@@ -234,7 +235,7 @@ def main() -> None:
     )
     print(
         f"| full index ({files} files, {chunks} chunks; mean of {FULL_ROUNDS}) | {full_s:.2f} "
-        f"| model2vec encode of the {texts} unique chunk texts (mean of {FULL_ROUNDS}, "
+        f"| model2vec encode of the {encoded} unique chunk texts (mean of {FULL_ROUNDS}, "
         f"alternating) | {encode_s:.2f} | {full_s / encode_s:.2f} | rounds: {rounds}; "
         f"{chunks / full_s:.0f} chunks/s; process wall {full_wall:.2f} s; peak RSS "
         f"{full_rss} MiB; embedded {full['chunks']['embedded']} |"  # type: ignore[index]

@@ -296,7 +296,7 @@ def test_workers_yield_the_cpu_to_the_process_that_writes(root: Path, tmp_path: 
 def test_a_tasks_results_fit_the_result_pipe_whole() -> None:
     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("forkserver")) as pool:
         _widen_result_pipe(pool)
-        reader = pool._result_queue._reader  # the executor's own (private) result pipe
+        reader = pool._result_queue._reader  # type: ignore[attr-defined]  # the executor's own (private) result pipe
         assert fcntl.fcntl(reader.fileno(), fcntl.F_GETPIPE_SZ) == 1 << 20
 
 

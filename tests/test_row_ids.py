@@ -11,6 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+import ragd.lance_queries
 import ragd.vectors
 from ragd.row_ids import ChunkIdsByRow
 from ragd.vectors import VectorStore
@@ -153,7 +154,7 @@ def test_a_reader_holding_chunk_ids_searches_by_row_id(
     tmp_path: Path, writer: VectorStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     asked: list[bool] = []
-    start = ragd.vectors.start_nearest
+    start = ragd.lance_queries.start_nearest  # what ragd.vectors calls
 
     def spy(*args: Any, by_row_id: bool) -> Any:
         asked.append(by_row_id)

@@ -182,7 +182,8 @@ def test_a_keyword_index_from_an_older_schema_is_rebuilt_from_the_manifest(
     for name in ("chunk_id", "doc_id"):
         old.add_text_field(name, stored=True, tokenizer_name="raw")
     old.add_text_field("text")
-    tantivy.Index(old.build(), path=str(data.tantivy.mkdir() or data.tantivy))
+    data.tantivy.mkdir()
+    tantivy.Index(old.build(), path=str(data.tantivy))
 
     stores = WriterStores(data)
     try:

@@ -236,9 +236,8 @@ def test_scheduled_compaction_prunes_vectors_that_watch_events_left_behind(
         page = root / "zebra.md"
         for n in range(5):  # each version's vector stays cached until something prunes it
             page.write_text(f"# Zebra\n\nVersion {n} of a page about zebra crossings.\n")
-            wait_until(
-                lambda n=n: "Version " + str(n) in (_indexed_text(daemon, "zebra") or ""), 10
-            )
+            version = f"Version {n} "  # waited for before the loop moves on
+            wait_until(lambda: version in (_indexed_text(daemon, "zebra") or ""), 10)  # noqa: B023
 
         def pruned() -> int:
             events = [json.loads(line) for line in daemon.log_text().splitlines() if "{" in line]
