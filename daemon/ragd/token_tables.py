@@ -158,11 +158,14 @@ class TableTokenizer:
             ids = list(chain.from_iterable(map(lookup, text.translate(characters.table).split())))
             if self._max_tokens is not None:
                 del ids[self._max_tokens :]
-            if self._unknown is not None and self._unknown in ids:
-                ids = [i for i in ids if i != self._unknown]
-            out.append(ids)
+            out.append(self._known_ids(ids))
         return out
 
     def _reference_ids(self, text: str) -> list[int]:
-        ids: list[int] = self._reference.encode(text, add_special_tokens=False).ids
+        return self._known_ids(self._reference.encode(text, add_special_tokens=False).ids)
+
+    def _known_ids(self, ids: list[int]) -> list[int]:
+        """`ids` without the unknown token's (truncation counts them, as model2vec's does)."""
+        if self._unknown is None or self._unknown not in ids:
+            return ids
         return [i for i in ids if i != self._unknown]
