@@ -17,7 +17,9 @@ fresh temporary data_dir. In one run, on the same machine state, it measures:
 - no-op re-index: `ragd index` again, beside a bare `os.scandir` + `stat` walk of the
   same tree (target: at most 3x; zero model calls). The tree is walked once untimed, so
   both start from a warm dentry cache, then walk and no-op alternate NOOP_ROUNDS times
-  and the medians are compared;
+  and the medians are compared. Each round also times a no-op with the listing digest
+  forgotten, as a watcher's writes leave it: the per-file comparison, which then
+  remembers the digest again;
 - no-op daemon rescan: `ragd serve` started on the up-to-date index; the start-up scan
   is a full rescan that finds nothing to do; its time from the writer's log.
 """
@@ -29,6 +31,7 @@ import json
 import os
 import platform
 import signal
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -136,6 +139,15 @@ def walk_seconds(root: Path) -> tuple[float, int]:
     return time.perf_counter() - started, files
 
 
+def forget_listing_digests(manifest: Path) -> None:
+    """Make the next pass compare file by file, as it does after any document changed."""
+    connection = sqlite3.connect(manifest, isolation_level=None)
+    try:
+        connection.execute("DELETE FROM listing_digests")
+    finally:
+        connection.close()
+
+
 def daemon_rescan_seconds(config: Path, log_path: Path) -> float:
     """Start `ragd serve` on an up-to-date index; seconds its start-up rescan took.
 
@@ -191,25 +203,28 @@ def main() -> None:
         fulls: list[tuple[dict[str, object], float, int]] = []
         encodes: list[float] = []
         for round_ in range(FULL_ROUNDS):
-            config = work / "config.toml"
+            config, manifest = work / "config.toml", work / f"data{round_}" / "state.db"
             config.write_text(
-                f'[daemon]\ndata_dir = "{work / f"data{round_}"}"\n'
+                f'[daemon]\ndata_dir = "{manifest.parent}"\n'
                 f'[http]\nlisten = "127.0.0.1:{port}"\n'
                 f'[embedding]\nmodel = "{args.model.resolve()}"\n'
                 f'[[sources]]\nname = "bench"\ntype = "folder"\npath = "{root}"\n'
                 'include = ["**/*.md"]\n'
             )
             fulls.append(run_index(config))
-            encode_s, encoded = encode_in_child(args.model, work / f"data{round_}" / "state.db")
+            encode_s, encoded = encode_in_child(args.model, manifest)
             encodes.append(encode_s)
         widened_s, _ = encode_in_child(args.model, work / "data0" / "state.db", widened=True)
         walk_seconds(root)  # untimed: the dentry cache warm for both sides
         walks: list[float] = []
         noops: list[tuple[dict[str, object], float, int]] = []
+        per_file: list[float] = []
         for _ in range(NOOP_ROUNDS):
             walk_s, entries = walk_seconds(root)
             walks.append(walk_s)
             noops.append(run_index(config))
+            forget_listing_digests(manifest)  # of the last round, which config names
+            per_file.append(cast(float, run_index(config)[0]["seconds"]))
         walk_s = statistics.median(walks)
         noop, noop_wall, noop_rss = sorted(noops, key=lambda run: cast(float, run[0]["seconds"]))[
             len(noops) // 2
@@ -252,6 +267,13 @@ def main() -> None:
         f"runs {', '.join(str(run[0]['seconds']) for run in noops)} s beside walks "
         f"{', '.join(f'{w:.3f}' for w in walks)} s; process wall {noop_wall:.2f} s; peak RSS "
         f"{noop_rss} MiB; embedded {noop['chunks']['embedded']} |"  # type: ignore[index]
+    )
+    per_file_s = statistics.median(per_file)
+    print(
+        f"| no-op re-index, listing digest forgotten (median of {NOOP_ROUNDS}) | "
+        f"{per_file_s:.2f} | the same walks | {walk_s:.2f} | {per_file_s / walk_s:.2f} | "
+        f"the per-file comparison, as after a watcher's writes; runs "
+        f"{', '.join(f'{run:.3f}' for run in per_file)} s |"
     )
     print(
         f"| no-op daemon rescan | {rescan_s:.2f} | scandir + stat walk | {walk_s:.2f} | "

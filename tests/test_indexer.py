@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
@@ -224,6 +225,56 @@ def test_once_hashed_well_after_its_last_write_a_file_is_passed_over_by_stat(
     assert CountingFolder.reads == 0
 
 
+def _three_pages_indexed_an_hour_after_their_last_write(harness: Harness) -> None:
+    for name in ("a.md", "b.md", "c.md"):
+        (harness.root / name).write_text(DOC.replace("Guide", name))
+    _written_an_hour_ago(harness.root)
+    harness.run()
+    CountingFolder.reads = 0
+
+
+def test_an_unchanged_folder_is_passed_over_without_comparing_file_by_file(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _three_pages_indexed_an_hour_after_their_last_write(harness)
+
+    def compare_file_by_file(*args: object) -> None:
+        raise AssertionError("read every document's state")
+
+    monkeypatch.setattr(Manifest, "file_states", compare_file_by_file)
+    report = harness.run()
+
+    assert _docs(report)["unchanged"] == 3
+    assert CountingFolder.reads == 0
+
+
+def test_a_file_deleted_after_an_unchanged_pass_is_deleted_by_the_next(
+    harness: Harness,
+) -> None:
+    _three_pages_indexed_an_hour_after_their_last_write(harness)
+    harness.run()
+    (harness.root / "b.md").unlink()
+
+    report = harness.run()
+
+    assert _docs(report)["deleted"] == 1
+    assert sorted(harness.checked_at()) == ["a.md", "c.md"]
+    assert harness.agree()
+
+
+def test_a_document_another_writer_removed_is_indexed_again(harness: Harness) -> None:
+    _three_pages_indexed_an_hour_after_their_last_write(harness)
+    other = sqlite3.connect(harness.data.manifest, isolation_level=None)
+    other.execute("DELETE FROM documents WHERE key = 'b.md'")  # an older ragd, a hand repair
+    other.close()
+
+    report = harness.run()
+
+    assert _docs(report)["added"] == 1
+    assert CountingFolder.reads == 1
+    assert harness.agree()
+
+
 def test_a_no_op_pass_records_every_document_as_checked_again(harness: Harness) -> None:
     for name in ("a.md", "b.md", "c.md"):
         (harness.root / name).write_text(DOC.replace("Guide", name))
@@ -244,13 +295,15 @@ def test_an_interrupted_pass_records_only_the_files_it_reached_as_checked(
     _written_an_hour_ago(harness.root)
     harness.run()
     before = harness.checked_at()
+    # A new file, listed last: an unchanged listing would be passed over whole.
+    (harness.root / "d.md").write_text(DOC)
     polls = iter(range(100))
 
     report = harness.run(stop=lambda: next(polls) >= 3)  # polled per source, then per file
 
     after = harness.checked_at()
     assert report["interrupted"] is True
-    assert [key for key in sorted(after) if after[key] != before[key]] == ["a.md", "b.md"]
+    assert [key for key in sorted(before) if after[key] != before[key]] == ["a.md", "b.md"]
 
 
 def test_a_document_first_seen_after_a_complete_pass_is_not_checked_by_it(

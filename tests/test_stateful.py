@@ -211,6 +211,14 @@ class TrippingManifest(Manifest):
         self.wire.step("manifest.prune_vectors")
         return super().prune_vectors()
 
+    def confirm_sources(self, sources: Collection[str], *, checked_at: str) -> None:
+        self.wire.step("manifest.confirm_sources")
+        super().confirm_sources(sources, checked_at=checked_at)
+
+    def remember_listing(self, source: str, fingerprint: str) -> bool:
+        self.wire.step("manifest.remember_listing")
+        return super().remember_listing(source, fingerprint)
+
 
 class TrippingVectors(VectorStore):
     wire: Tripwire
@@ -298,7 +306,8 @@ _texts: st.SearchStrategy[Doc] = st.one_of(
 _docs = _texts | st.none()  # None: a binary file, a failed document
 # Where an operation dies: before the 1st-3rd write at a site of BatchWriter.flush or of
 # reconcile (where ragd.faults kills the real process), or before the n-th write of any kind,
-# which also reaches the embedding cache, confirm_unchanged, prune_vectors and mark_clean.
+# which also reaches the embedding cache, confirm_unchanged, prune_vectors, mark_clean,
+# confirm_sources and remember_listing.
 CRASH_SITES = (
     "manifest.mark_pending",
     "lancedb.replace_documents",
@@ -645,6 +654,10 @@ class IndexMachine(RuleBasedStateMachine):
         changed = self.dirty
         assert self._deliver_queued(None)
         assert self._do(lambda indexer: indexer.run(), None)
+        # Every mtime here is years old, so every stat vouches: the next pass over an
+        # unchanged folder can pass over it whole, and a change must make it look again.
+        assert self.stores is not None
+        assert self.stores.manifest.listing_digest(SOURCE, PIPELINE.fingerprint) is not None
         if changed:  # a rebuild costs ~0.1 s; shrinking replays examples thousands of times
             event("compared with a rebuild")
             self._check_against_rebuild()

@@ -26,7 +26,7 @@ from ragd.lance_session import import_in_background
 from ragd.parse_guard import ParseGuard
 from ragd.pipeline import Pipeline
 from ragd.preparing import WORKER_MIN_FILES, Prepared, ToPrepare, prepare, prepare_in_order
-from ragd.records import DocumentRecord, DocumentWrite, FileState, utc_now
+from ragd.records import DocumentRecord, DocumentWrite, FileState, listing_digest, utc_now
 from ragd.stores import WriterStores, reconcile
 
 ProgressFn = Callable[[int, int], None]
@@ -101,14 +101,12 @@ class Indexer:
                 f"{source.name}:{name}: file name is not valid UTF-8"
                 for name in listing.skipped_names
             )
-            known = self.manifest.file_states(source.name, self.pipeline.fingerprint)
             if not full and self._vanished(source, listing):
                 done += len(listing.files)
                 continue
             step = None if progress is None else (lambda n, base=done: progress(base + n, total))
-            same_stat = self._pass_over(source, listing, known, full=full, progress=step)
+            same_stat = self._check_source(source, listing, full=full, progress=step)
             done += len(listing.files)
-            self._delete_unlisted(source, listing, known)
             if report.interrupted or listing.unreadable_dirs:
                 # Only these were seen: vouch for them alone.
                 self._confirmed.extend((f"{source.name}:{k}", n, t) for k, n, t in same_stat)
@@ -123,9 +121,48 @@ class Indexer:
                     self._delete(record)
         report = self._finish()
         self.manifest.confirm_sources(checked, checked_at=self._checked_at)
+        self._remember_listings(checked)
         if self._batches.wrote:  # a no-op pass never even opens LanceDB
             self.manifest.prune_vectors()
         return report
+
+    def _check_source(
+        self,
+        source: FolderSource,
+        listing: Listing,
+        *,
+        full: bool,
+        progress: Callable[[int], None] | None,
+    ) -> list[FileStat]:
+        """Bring one listed source in step; return the files passed over as unchanged.
+
+        A listing whose digest is the one the manifest keeps for the source (every
+        document unchanged, ragd.manifest_schema) is passed over whole. At 38k files
+        that skips reading their states, comparing them and looking for deleted ones:
+        ~95 ms of a ~330 ms no-op pass, for a 20 ms digest.
+        """
+        fingerprint = self.pipeline.fingerprint
+        if not full:
+            known_listing = self.manifest.listing_digest(source.name, fingerprint)
+            if known_listing is not None and known_listing == listing_digest(listing.files):
+                self._report.unchanged += len(listing.files)
+                if progress is not None:
+                    progress(len(listing.files))
+                return listing.files
+        known = self.manifest.file_states(source.name, fingerprint)
+        same_stat = self._pass_over(source, listing, known, full=full, progress=progress)
+        self._delete_unlisted(source, listing, known)
+        return same_stat
+
+    def _remember_listings(self, checked: Iterable[str]) -> None:
+        """Keep a listing digest for each completely checked source that has none.
+
+        A source that had one either matched it or changed; a change forgot it.
+        """
+        fingerprint = self.pipeline.fingerprint
+        for name in checked:
+            if self.manifest.listing_digest(name, fingerprint) is None:
+                self.manifest.remember_listing(name, fingerprint)
 
     def _pass_over(
         self,

@@ -13,6 +13,7 @@ import json
 import sqlite3
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from operator import itemgetter
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +34,7 @@ from ragd.records import (
     DocumentWrite,
     FileState,
     Vector,
+    listing_digest,
     utc_now,
 )
 
@@ -130,6 +132,33 @@ class Manifest:
             (fingerprint, source, oldest if oldest is not None else 0),
         )
         return {row[0]: row for row in rows}
+
+    def listing_digest(self, source: str, fingerprint: str) -> str | None:
+        """The digest of the listing in which every document of `source` is unchanged under
+        `fingerprint` (ragd.records.listing_digest), if one is known."""
+        row = self._conn.execute(
+            "SELECT digest FROM listing_digests WHERE source = ? AND fingerprint = ?",
+            (source, fingerprint),
+        ).fetchone()
+        return None if row is None else str(row[0])
+
+    def remember_listing(self, source: str, fingerprint: str) -> bool:
+        """Record the digest of the listing in which every document of `source` is unchanged,
+        from the documents' own states; True when every stat vouched and it was recorded.
+
+        Any later change to a document of the source forgets it (a trigger does).
+        """
+        with self._transaction() as conn:
+            states = sorted(self.file_states(source, fingerprint).values(), key=itemgetter(0))
+            vouched = [(k, n, t) for k, n, t in states if n is not None and t is not None]
+            conn.execute("DELETE FROM listing_digests WHERE source = ?", (source,))
+            if len(vouched) < len(states):
+                return False
+            conn.execute(
+                "INSERT INTO listing_digests (source, fingerprint, digest) VALUES (?, ?, ?)",
+                (source, fingerprint, listing_digest(vouched)),
+            )
+        return True
 
     def indexed_count(self, source: str) -> int:
         """How many documents of a source are indexed."""

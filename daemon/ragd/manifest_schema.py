@@ -47,7 +47,25 @@ CREATE INDEX IF NOT EXISTS chunks_by_doc ON chunks (doc_id, ordinal);
 CREATE INDEX IF NOT EXISTS chunks_by_embed_key ON chunks (embed_key);
 CREATE TABLE IF NOT EXISTS vectors (embed_key TEXT PRIMARY KEY, vector BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS entry_versions (doc_id TEXT PRIMARY KEY, version TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS listing_digests (
+    source TEXT PRIMARY KEY,
+    fingerprint TEXT NOT NULL,
+    digest TEXT NOT NULL
+);
+CREATE TRIGGER IF NOT EXISTS insert_forgets_listing AFTER INSERT ON documents
+BEGIN DELETE FROM listing_digests WHERE source = NEW.source; END;
+CREATE TRIGGER IF NOT EXISTS update_forgets_listing AFTER UPDATE ON documents
+BEGIN DELETE FROM listing_digests WHERE source IN (OLD.source, NEW.source); END;
+CREATE TRIGGER IF NOT EXISTS delete_forgets_listing AFTER DELETE ON documents
+BEGIN DELETE FROM listing_digests WHERE source = OLD.source; END;
 """
+
+# listing_digests: per source, the digest (ragd.records.listing_digest) of the one listing
+# in which every document's stat vouches for it, so a pass that lists exactly that can pass
+# over the whole source at once. It summarises the documents table, so any change to a
+# row of the source forgets it; triggers, not the manifest's methods, so that no writer
+# (an older ragd, a repair by hand) can leave a stale one. They fire on two row writes per
+# document written: ~0.85 us each, ~65 ms of a full index of tldr's 38k documents.
 
 # A document's checked_at is the later of its own and its source's last complete scan
 # (meta key "checked:<source>"), if that scan came after the document was first seen:

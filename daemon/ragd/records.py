@@ -7,6 +7,8 @@ Imports nothing from ragd.
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -113,3 +115,16 @@ def stat_vouches(record: DocumentRecord, fingerprint: str) -> bool:
 # What a pass needs to tell an unchanged file from a changed one, and no more: (key, size,
 # mtime_ns), with size and mtime None unless the document's stat vouches for it (stat_vouches).
 FileState = tuple[str, int | None, int | None]
+
+
+def listing_digest(files: Sequence[tuple[str, int, int]]) -> str:
+    """A digest of (key, size, mtime_ns) triples in key order: two listings with the same
+    digest list the same files with the same stats."""
+    digest = hashlib.blake2b(digest_size=16)
+    if files:
+        # Columns, not one string per file: 20 ms instead of 35 for 38k files. Keys hold
+        # no NUL, so their join is unambiguous; ints as text cannot overflow.
+        keys, sizes, mtimes = zip(*files, strict=True)
+        digest.update("\0".join(keys).encode("utf-8", "surrogateescape"))
+        digest.update(repr((sizes, mtimes)).encode())
+    return digest.hexdigest()
