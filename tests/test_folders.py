@@ -85,6 +85,35 @@ def test_a_scan_lists_the_selected_files_below_directories_not_excluded(
     assert [f.key for f in source.scan().files] == sorted(expected)
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(_EXCLUDES), max_size=4))
+def test_a_file_or_a_subtree_is_selected_exactly_when_a_scan_from_the_root_lists_it(
+    tree: Path, exclude: list[str]
+) -> None:
+    """What a watcher hint checks (one key, one directory) agrees with the full scan."""
+    source = _source(tree, include=("**/*.md", "*.txt"), exclude=tuple(exclude))
+    listed = [f.key for f in source.scan().files]
+    for directory, _, names in os.walk(tree):
+        rel = Path(directory).relative_to(tree).as_posix()
+        base = "" if rel == "." else rel + "/"
+        for key in (base + name for name in names):
+            assert source.selects(key) == (key in listed), key
+        if base:
+            below = [k for k in listed if k.startswith(base)]
+            assert [f.key for f in source.scan(rel).files] == below, rel
+
+
+def test_a_negation_below_an_excluded_directory_re_includes_nothing(tmp_path: Path) -> None:
+    (tmp_path / "docs" / "a").mkdir(parents=True)
+    (tmp_path / "docs" / "a" / "x.md").write_text("x")
+    source = _source(tmp_path, exclude=("docs/", "!docs/a/"))  # as git reads it too
+
+    assert source.scan().files == []
+    assert source.scan("docs/a").files == []
+    assert not source.selects("docs/a/x.md")
+    assert not source.descends("docs/a")
+
+
 def test_symlinks_to_files_and_directories_are_not_followed(tmp_path: Path) -> None:
     root = tmp_path / "root"
     root.mkdir()

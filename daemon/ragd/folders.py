@@ -124,14 +124,25 @@ class FolderSource:
         self._excludes_listed_file = glob_matcher(file_patterns(exclude))
 
     def selects(self, key: str) -> bool:
-        """True when a file key is included, not excluded, and a valid UTF-8 name."""
+        """True when a scan from the root would list this file key: included, not excluded,
+        not below an excluded directory, and a valid UTF-8 name."""
         if not is_utf8_name(key):
             return False
-        return self._includes(key) and not self._excludes(key)
+        return self._includes(key) and not self._excludes(key) and not self._below_excluded(key)
+
+    def descends(self, rel_dir: str) -> bool:
+        """True when a scan from the root would list what is in this directory key."""
+        return not self.excludes_dir(rel_dir) and not self._below_excluded(rel_dir)
 
     def excludes_dir(self, rel_dir: str) -> bool:
         """True when a directory key is excluded (its whole subtree is skipped)."""
         return self._excludes(rel_dir + "/")
+
+    def _below_excluded(self, key: str) -> bool:
+        # A negation (`!docs/a/`) can match below an excluded directory (`docs/`), but a
+        # scan never descends there to find it: git's rule too.
+        parts = key.split("/")
+        return any(self.excludes_dir("/".join(parts[:n])) for n in range(1, len(parts)))
 
     def path_for(self, key: str) -> Path:
         """The filesystem path of a key. Keys come from our own listing, never from users."""
@@ -154,7 +165,8 @@ class FolderSource:
             raise SourceError(f"source '{self.name}': root {self.root} is not a directory")
 
     def scan(self, prefix: str = "") -> Listing:
-        """List every selected regular file under the root (or under directory key `prefix`).
+        """List every selected regular file under the root (or under directory key `prefix`:
+        what a scan from the root lists there).
 
         Symlinks are never followed. A `prefix` that is not a directory (it moved away)
         lists nothing; a root that cannot be listed raises SourceError.
@@ -163,7 +175,7 @@ class FolderSource:
         listing = Listing()
         if prefix:
             start = self.path_for(prefix)
-            if start.is_symlink() or not start.is_dir() or self.excludes_dir(prefix):
+            if start.is_symlink() or not start.is_dir() or not self.descends(prefix):
                 return listing
             stack: list[tuple[Path, str]] = [(start, prefix)]
         else:

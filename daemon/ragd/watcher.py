@@ -328,12 +328,7 @@ class Watcher:
     def _wanted(self, source: str, key: str, *, is_dir: bool) -> bool:
         """Apply the source's selection here, off the observer thread, as scan() does."""
         folder = self._folders[source]
-        parts = key.split("/")
-        # scan() never descends into an excluded directory, so nothing below one counts.
-        for depth in range(1, len(parts)):
-            if folder.excludes_dir("/".join(parts[:depth])):
-                return False
-        return not folder.excludes_dir(key) if is_dir else folder.selects(key)
+        return folder.descends(key) if is_dir else folder.selects(key)
 
     # Overflow log handler plumbing.
 
