@@ -1,10 +1,11 @@
 """The write path's decisions: bring the stores in step with the sources, doing only what changed.
 
-Owns one indexing pass: list each source, decide per document whether it changed
-(size + mtime, then the hash of the bytes read, then the pipeline fingerprint:
-ragd.file_outcomes), parse and chunk what changed (ragd.preparing, on worker processes
-for big passes), and hand each decision to a BatchWriter (ragd.batches), which writes
-in crash-safe order and embeds only chunk texts with no stored vector. Also applies CMS
+Owns what an indexing pass decides: list each source (a listing whose digest the manifest
+keeps is unchanged as a whole), decide per document whether it changed (size + mtime, then
+the hash of the bytes read, then the pipeline fingerprint: ragd.file_outcomes), parse and
+chunk what changed (ragd.preparing, on worker processes for big passes), and hand each
+decision to the pass (ragd.indexing_pass), whose BatchWriter (ragd.batches) writes in
+crash-safe order and embeds only chunk texts with no stored vector. Also applies CMS
 entry deliveries (ragd.entries decides what each one does).
 """
 
@@ -22,11 +23,12 @@ from ragd.errors import SourceError
 from ragd.file_outcomes import file_outcome, known_hash, stat_unchanged
 from ragd.folders import FileStat, FolderSource, Listing
 from ragd.index_report import IndexReport
+from ragd.indexing_pass import IndexingPass
 from ragd.lance_session import import_in_background
 from ragd.parse_guard import ParseGuard
 from ragd.pipeline import Pipeline
 from ragd.preparing import WORKER_MIN_FILES, Prepared, ToPrepare, prepare, prepare_in_order
-from ragd.records import DocumentRecord, DocumentWrite, FileState, listing_digest, utc_now
+from ragd.records import DocumentRecord, FileState, listing_digest, utc_now
 from ragd.stores import WriterStores, reconcile
 
 ProgressFn = Callable[[int, int], None]
@@ -62,20 +64,12 @@ class Indexer:
         self.embedder = embedder
         self.batch_chunks = batch_chunks
         self.batch_documents = batch_documents  # the first write batch of a pass
-        self._confirmed: list[tuple[str, int, int]] = []
-        self._report = IndexReport()
-        self._started = time.monotonic()
-        # When this pass began. The manifest records it as when the pass checked what it
-        # read: never later than a read, so the racy rule (ragd.records.RACY_SECONDS)
-        # holds however long the pass runs.
-        self._checked_at = utc_now()
-        self._seen: set[str] = set()  # documents decided in this pass (a hint may repeat one)
         self.should_stop = stop
         self.cleanup_older_than = cleanup_older_than  # LanceDB versions kept for readers
         self.worker_min_files = worker_min_files  # files a pass prepares before using a worker
         self.on_event = on_event
         self.parse_guard = ParseGuard(stores.paths.parsing)
-        self._batches = self._new_batches()  # a new one per pass, from _begin
+        self._pass = self._new_pass()  # a new one per pass, from _begin
 
     def run(self, *, full: bool = False, progress: ProgressFn | None = None) -> IndexReport:
         """One pass over every source.
@@ -95,7 +89,7 @@ class Indexer:
         done = 0
         checked: list[str] = []
         for source, listing in listings:
-            if self._stopping():
+            if self._pass.stopping():
                 break
             report.skipped.extend(
                 f"{source.name}:{name}: file name is not valid UTF-8"
@@ -109,7 +103,7 @@ class Indexer:
             done += len(listing.files)
             if report.interrupted or listing.unreadable_dirs:
                 # Only these were seen: vouch for them alone.
-                self._confirmed.extend((f"{source.name}:{k}", n, t) for k, n, t in same_stat)
+                self._pass.confirm((f"{source.name}:{k}", n, t) for k, n, t in same_stat)
             else:
                 checked.append(source.name)
         if not report.interrupted and not report.errors:
@@ -118,11 +112,11 @@ class Indexer:
             configured = {s.name for s in self.sources}
             for name in set(self.manifest.sources()) - configured:
                 for record in self.manifest.documents(name):
-                    self._delete(record)
-        report = self._finish()
-        self.manifest.confirm_sources(checked, checked_at=self._checked_at)
+                    self._pass.delete(record)
+        report = self._pass.finish()
+        self.manifest.confirm_sources(checked, checked_at=self._pass.checked_at)
         self._remember_listings(checked)
-        if self._batches.wrote:  # a no-op pass never even opens LanceDB
+        if self._pass.batches.wrote:  # a no-op pass never even opens LanceDB
             self.manifest.prune_vectors()
         return report
 
@@ -145,7 +139,7 @@ class Indexer:
         if not full:
             known_listing = self.manifest.listing_digest(source.name, fingerprint)
             if known_listing is not None and known_listing == listing_digest(listing.files):
-                self._report.unchanged += len(listing.files)
+                self._pass.report.unchanged += len(listing.files)
                 if progress is not None:
                     progress(len(listing.files))
                 return listing.files
@@ -178,14 +172,14 @@ class Indexer:
         A listed stat equal to its known state is unchanged: one tuple comparison per
         file, and a record loaded only for a file that may have changed, is what keeps a
         no-op pass close to the cost of the walk. A listing names each key once, so a
-        passed-over file needs no `_seen` entry. The files that may have changed are then
-        prepared in order, by worker processes when there are many, and visited here.
+        passed-over file needs no `first_time` check. The files that may have changed are
+        then prepared in order, by worker processes when there are many, and visited here.
         """
         same_stat: list[FileStat] = []
         todo: list[tuple[FileStat, DocumentRecord | None]] = []
         state_of = known.get
         for entry in listing.files:
-            if self._stopping():
+            if self._pass.stopping():
                 return same_stat
             state = state_of(entry.key)
             if state is None:
@@ -194,7 +188,7 @@ class Indexer:
                 same_stat.append(entry)
             else:
                 todo.append((entry, self.manifest.document(f"{source.name}:{entry.key}")))
-        self._report.unchanged += len(same_stat)
+        self._pass.report.unchanged += len(same_stat)
         if progress is not None:
             progress(len(same_stat))
         fingerprint = self.pipeline.fingerprint
@@ -208,10 +202,10 @@ class Indexer:
             min_files=self.worker_min_files,
             guard=self.parse_guard.for_files(source.name, source.uri_for, fingerprint),
         )
-        self._batches.expect(len(todo))
+        self._pass.batches.expect(len(todo))
         try:
             for done, (entry, record) in enumerate(todo, start=len(same_stat) + 1):
-                if self._stopping():
+                if self._pass.stopping():
                     break
                 self._visit(source, entry, record, full=full, prepared=next(ready))
                 if progress is not None and (
@@ -234,7 +228,7 @@ class Indexer:
         source = next((s for s in self.sources if s.name == source_name), None)
         if source is None:
             report.errors.append(f"unknown source '{source_name}'")
-            return self._finish()
+            return self._pass.finish()
         try:
             source.check_root()  # an unmounted root must not read as "every file deleted"
             fingerprint = self.pipeline.fingerprint
@@ -242,39 +236,39 @@ class Indexer:
                 listing = source.scan(prefix)
                 known = {d.key: d for d in self.manifest.documents_under(source.name, prefix)}
                 for entry in listing.files:
-                    if self._stopping():
+                    if self._pass.stopping():
                         break
                     record = known.get(entry.key)
                     if record is not None and stat_unchanged(record, entry, fingerprint):
-                        self._unchanged(record.doc_id, entry.size, entry.mtime_ns)
+                        self._pass.unchanged(record.doc_id, entry.size, entry.mtime_ns)
                     else:
                         self._visit(source, entry, record, full=False)
                 self._delete_unlisted(source, listing, known)
             for key in keys:
-                if self._stopping():
+                if self._pass.stopping():
                     break
                 current = source.stat(key)
                 record = self.manifest.document(f"{source.name}:{key}")
                 if current is not None and source.selects(key):
                     self._visit(source, current, record, full=False)
                 elif record is not None:
-                    self._delete(record)
+                    self._pass.delete(record)
         except SourceError as exc:
             report.errors.append(str(exc))
-        return self._finish()
+        return self._pass.finish()
 
     def apply_entries(self, source: str, updates: Sequence[EntryUpdate]) -> IndexReport:
         """Apply CMS entry upserts and deletes of one webhook source, newest version wins."""
         self._begin(reconcile=False)
         for update in updates:
-            if self._stopping():
+            if self._pass.stopping():
                 break
             self._apply_entry(source, update)
-        return self._finish()
+        return self._pass.finish()
 
     def _apply_entry(self, source: str, update: EntryUpdate) -> None:
         doc_id = f"{source}:{update.key}"
-        if not self._first_time(doc_id):
+        if not self._pass.first_time(doc_id):
             return
         record = self.manifest.document(doc_id)
         outcome = entry_outcome(
@@ -287,60 +281,44 @@ class Indexer:
             guard=self.parse_guard,
         )
         if outcome.kind == "unchanged":
-            self._unchanged(doc_id, outcome.size, 0)
+            self._pass.unchanged(doc_id, outcome.size, 0)
         elif outcome.kind != "nothing":
-            setattr(self._report, outcome.kind, getattr(self._report, outcome.kind) + 1)
+            setattr(self._pass.report, outcome.kind, getattr(self._pass.report, outcome.kind) + 1)
         if outcome.write is not None:
-            self._batches.add(outcome.write, outcome.texts, record)
+            self._pass.batches.add(outcome.write, outcome.texts, record)
 
     def reconcile(self) -> None:
         """Make the search stores list exactly the manifest's chunks (after a crash)."""
         reconcile(self.manifest, self.stores.vectors(self.embedder.dim), self.stores.keywords())
 
     def _begin(self, *, reconcile: bool) -> IndexReport:
-        self._started = time.monotonic()
-        self._checked_at = utc_now()
-        self._report = IndexReport()
-        self._seen.clear()
-        self._batches = self._new_batches()
+        self._pass = self._new_pass()
+        report = self._pass.report
         if reconcile or not self.manifest.is_clean():
             self.reconcile()
-            self._report.reconciled = True
+            report.reconciled = True
         if (crashed := self.parse_guard.leftover()) is not None:  # before listing: its hash
-            self._report.failed += 1
-            self._batches.add(crashed, (), self.manifest.document(crashed.doc_id))
-            self._batches.flush()
+            report.failed += 1
+            self._pass.batches.add(crashed, (), self.manifest.document(crashed.doc_id))
+            self._pass.batches.flush()
             self.parse_guard.clear()
-        return self._report
+        return report
 
-    def _new_batches(self) -> BatchWriter:
-        return BatchWriter(
+    def _new_pass(self) -> IndexingPass:
+        batches = BatchWriter(
             self.stores,
             self.embedder,
             batch_chunks=self.batch_chunks,
             first_batch=self.batch_documents,
-            checked_at=self._checked_at,
+            # When this pass began. The manifest records it as when the pass checked what
+            # it read: never later than a read, so the racy rule (RACY_SECONDS in
+            # ragd.records) holds however long the pass runs.
+            checked_at=utc_now(),
             on_event=self.on_event,
         )
-
-    def _finish(self) -> IndexReport:
-        self._batches.flush()
-        counts = self._batches.counts
-        self._report.embedded = counts.embedded
-        self._report.reused = counts.reused
-        self._report.chunks_deleted = counts.chunks_deleted
-        self.manifest.confirm_unchanged(self._confirmed, checked_at=self._checked_at)
-        self._confirmed.clear()
-        self.manifest.mark_clean()
-        if self._batches.wrote:
-            self.stores.vectors(self.embedder.dim).settle(self.cleanup_older_than)
-        self._report.seconds = time.monotonic() - self._started
-        return self._report
-
-    def _stopping(self) -> bool:
-        if self.should_stop is not None and self.should_stop():
-            self._report.interrupted = True
-        return self._report.interrupted
+        return IndexingPass(
+            batches, stop=self.should_stop, cleanup_older_than=self.cleanup_older_than
+        )
 
     # -- deciding -------------------------------------------------------------------------
 
@@ -356,20 +334,20 @@ class Indexer:
             "documents are indexed; nothing was deleted",
             hint="if the folder really is empty now, run 'ragd index --full'",
         )
-        self._report.errors.append(str(error))
+        self._pass.report.errors.append(str(error))
         return True
 
     def _delete_unlisted(
         self, source: FolderSource, listing: Listing, known: Iterable[str]
     ) -> None:
-        if self._report.interrupted:
+        if self._pass.report.interrupted:
             return  # an interrupted pass has not seen everything it would delete
         unlisted = set(known).difference(map(itemgetter(0), listing.files))
         for key in sorted(unlisted):
             if listing.covers(key):
                 record = self.manifest.document(f"{source.name}:{key}")
                 if record is not None:
-                    self._delete(record)
+                    self._pass.delete(record)
 
     def _visit(
         self,
@@ -381,7 +359,7 @@ class Indexer:
         prepared: Prepared | None = None,
     ) -> None:
         doc_id = f"{source.name}:{entry.key}"
-        if not self._first_time(doc_id):
+        if not self._pass.first_time(doc_id):
             return
         started = time.monotonic()
         fingerprint = self.pipeline.fingerprint
@@ -400,15 +378,15 @@ class Indexer:
             full=full,
         )
         if outcome.write is None:
-            self._unchanged(doc_id, outcome.size, outcome.mtime_ns)
+            self._pass.unchanged(doc_id, outcome.size, outcome.mtime_ns)
             if self.on_event is not None:
                 self.on_event(DocumentEvent("unchanged", doc_id, reason="same content"))
             return
-        setattr(self._report, outcome.kind, getattr(self._report, outcome.kind) + 1)
+        setattr(self._pass.report, outcome.kind, getattr(self._pass.report, outcome.kind) + 1)
         if outcome.kind == "failed":
-            self._batches.add(outcome.write, (), record)
+            self._pass.batches.add(outcome.write, (), record)
         else:
-            self._batches.add(
+            self._pass.batches.add(
                 outcome.write,
                 outcome.texts,
                 record,
@@ -416,20 +394,3 @@ class Indexer:
                 vectors=prepared.vectors,
                 identifiers=prepared.identifiers,
             )
-
-    def _unchanged(self, doc_id: str, size: int, mtime_ns: int) -> None:
-        self._report.unchanged += 1
-        self._confirmed.append((doc_id, size, mtime_ns))
-
-    def _delete(self, record: DocumentRecord) -> None:
-        if not self._first_time(record.doc_id):
-            return
-        self._report.deleted += 1
-        write = DocumentWrite(record.doc_id, record.source, record.key, record.uri, "deleted")
-        self._batches.add(write, (), record)
-
-    def _first_time(self, doc_id: str) -> bool:
-        if doc_id in self._seen:
-            return False
-        self._seen.add(doc_id)
-        return True

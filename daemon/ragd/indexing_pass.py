@@ -1,0 +1,84 @@
+"""One indexing pass's bookkeeping: what it has decided so far, and finishing it.
+
+Owns the state a pass builds up and nothing that outlives it: its report, the documents
+it has decided (a watcher hint may name one twice), the unchanged ones it will confirm,
+and the BatchWriter its writes go through. `ragd.indexer` starts one per full pass,
+watcher hint or webhook batch and makes the decisions; finishing flushes the writes,
+confirms what was found unchanged and marks the stores clean.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from datetime import timedelta
+
+from ragd.batches import BatchWriter
+from ragd.index_report import IndexReport
+from ragd.records import DocumentRecord, DocumentWrite
+
+
+class IndexingPass:
+    """The running state of one pass; a new one per pass."""
+
+    def __init__(
+        self,
+        batches: BatchWriter,
+        *,
+        stop: Callable[[], bool] | None,
+        cleanup_older_than: timedelta,
+    ) -> None:
+        self.started = time.monotonic()
+        self.batches = batches  # for this pass alone: it writes with this pass's checked_at
+        self.checked_at = batches.checked_at
+        self.report = IndexReport()
+        self._stop = stop
+        self._cleanup_older_than = cleanup_older_than  # LanceDB versions kept for readers
+        self._seen: set[str] = set()
+        self._confirmed: list[tuple[str, int, int]] = []
+
+    def stopping(self) -> bool:
+        """True once the pass was asked to stop; its report then says it was interrupted."""
+        if self._stop is not None and self._stop():
+            self.report.interrupted = True
+        return self.report.interrupted
+
+    def first_time(self, doc_id: str) -> bool:
+        """True the first time this pass decides a document, False after."""
+        if doc_id in self._seen:
+            return False
+        self._seen.add(doc_id)
+        return True
+
+    def unchanged(self, doc_id: str, size: int, mtime_ns: int) -> None:
+        """Count a document found unchanged and confirm it at this stat when finishing."""
+        self.report.unchanged += 1
+        self._confirmed.append((doc_id, size, mtime_ns))
+
+    def confirm(self, stats: Iterable[tuple[str, int, int]]) -> None:
+        """Confirm documents at these stats, already counted: (doc_id, size, mtime_ns)."""
+        self._confirmed.extend(stats)
+
+    def delete(self, record: DocumentRecord) -> None:
+        """Remove a document from every store, once."""
+        if not self.first_time(record.doc_id):
+            return
+        self.report.deleted += 1
+        write = DocumentWrite(record.doc_id, record.source, record.key, record.uri, "deleted")
+        self.batches.add(write, (), record)
+
+    def finish(self) -> IndexReport:
+        """Write what is batched, confirm the unchanged, mark the stores clean; the report."""
+        self.batches.flush()
+        counts = self.batches.counts
+        self.report.embedded = counts.embedded
+        self.report.reused = counts.reused
+        self.report.chunks_deleted = counts.chunks_deleted
+        stores = self.batches.stores
+        stores.manifest.confirm_unchanged(self._confirmed, checked_at=self.checked_at)
+        self._confirmed.clear()
+        stores.manifest.mark_clean()
+        if self.batches.wrote:
+            stores.vectors(self.batches.embedder.dim).settle(self._cleanup_older_than)
+        self.report.seconds = time.monotonic() - self.started
+        return self.report
