@@ -46,7 +46,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from ragd.chunking import labelled_text  # noqa: E402
-from ragd.manifest import Manifest  # noqa: E402
+from ragd.manifest_reader import ManifestReader  # noqa: E402
 from tests.integration.daemon import free_port, wait_until  # noqa: E402
 
 DEFAULT_MODEL = REPO.parent / "shared" / "models" / "minilm-l6-static-256"
@@ -77,7 +77,7 @@ def run_index(config: Path) -> tuple[dict[str, object], float, int]:
 
 def embed_texts(manifest_path: Path) -> list[str]:
     """The unique texts ragd embeds: title and heading path prefixed to each chunk."""
-    manifest = Manifest.open_readonly(manifest_path)
+    manifest = ManifestReader.open(manifest_path)
     try:
         texts: dict[str, None] = {}
         for document in manifest.documents():

@@ -18,6 +18,7 @@ from ragd.folders import FileContent, FolderSource
 from ragd.indexer import Indexer
 from ragd.keywords import KeywordStore
 from ragd.manifest import Manifest
+from ragd.manifest_reader import ManifestReader
 from ragd.pipeline import Pipeline
 from ragd.records import format_time
 from ragd.stores import DataDir, WriterLock, WriterStores, compare_ids, compare_stores
@@ -90,7 +91,7 @@ class Harness:
             stores.close()
 
     def chunk_ids(self) -> set[str]:
-        manifest = Manifest.open_readonly(self.data.manifest)
+        manifest = ManifestReader.open(self.data.manifest)
         try:
             return manifest.chunk_ids()
         finally:
@@ -100,7 +101,7 @@ class Harness:
         return KeywordStore.open_readonly(self.data.tantivy).search(query, 5)
 
     def checked_at(self) -> dict[str, str | None]:
-        manifest = Manifest.open_readonly(self.data.manifest)
+        manifest = ManifestReader.open(self.data.manifest)
         try:
             return {d.key: d.checked_at for d in manifest.documents()}
         finally:

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from ragd.manifest import Manifest
+from ragd.manifest_reader import ManifestReader
 
 
 def _size(path: Path) -> int:
@@ -43,7 +44,7 @@ def test_reclaim_space_leaves_a_file_with_little_free_space_alone(tmp_path: Path
 
 def test_a_reader_keeps_reading_while_the_writer_vacuums(tmp_path: Path) -> None:
     manifest = _filled(tmp_path, 3000)
-    reader = Manifest.open_readonly(manifest.path)
+    reader = ManifestReader.open(manifest.path)
     manifest.prune_vectors()
 
     assert manifest.reclaim_space() is True

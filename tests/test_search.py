@@ -13,7 +13,7 @@ from ragd.errors import QueryRefused
 from ragd.folders import FolderSource
 from ragd.indexer import Indexer
 from ragd.keywords import KeywordRow, KeywordStore
-from ragd.manifest import Manifest
+from ragd.manifest_reader import ManifestReader
 from ragd.pipeline import Pipeline
 from ragd.search import Searcher, SearchSettings, clean_query
 from ragd.staleness import SourcePolicy
@@ -54,7 +54,7 @@ def _searcher(
 ) -> Searcher:
     folder = FolderSource("docs", root, ("**/*.md",))
     return Searcher(
-        Manifest.open_readonly(data.manifest),
+        ManifestReader.open(data.manifest),
         VectorStore.open_readonly(data.lancedb),
         KeywordStore.open_readonly(data.tantivy),
         FakeEmbedder(),
@@ -175,7 +175,7 @@ def test_a_keyword_index_from_an_older_schema_is_rebuilt_from_the_manifest(
     import tantivy
 
     root, data, pipeline = indexed
-    before = Manifest.open_readonly(data.manifest).chunk_ids()
+    before = ManifestReader.open(data.manifest).chunk_ids()
     scores_before = KeywordStore.open_readonly(data.tantivy).search("quokka settings", 10)
     shutil.rmtree(data.tantivy)
     old = tantivy.SchemaBuilder()

@@ -18,7 +18,7 @@ from ragd.embedding import Model2VecEmbedder
 from ragd.folders import FolderSource
 from ragd.indexer import Indexer
 from ragd.keywords import KeywordStore
-from ragd.manifest import Manifest
+from ragd.manifest_reader import ManifestReader
 from ragd.pipeline import Pipeline
 from ragd.prefetch import ChildRead
 from ragd.search import Searcher, SearchSettings
@@ -90,12 +90,12 @@ class Runtime:
     @contextmanager
     def readers(
         self, *, ids_in_memory: bool = False
-    ) -> Iterator[tuple[Manifest, VectorStore, KeywordStore]]:
+    ) -> Iterator[tuple[ManifestReader, VectorStore, KeywordStore]]:
         """Read-only handles on the three stores; they work beside a running writer.
 
         `ids_in_memory` is for many queries: see `VectorStore.open_readonly`.
         """
-        manifest = Manifest.open_readonly(self.data_dir.manifest)
+        manifest = ManifestReader.open(self.data_dir.manifest)
         try:
             yield (
                 manifest,
@@ -106,7 +106,7 @@ class Runtime:
             manifest.close()
 
     def searcher(
-        self, manifest: Manifest, vectors: VectorStore, keywords: KeywordStore
+        self, manifest: ManifestReader, vectors: VectorStore, keywords: KeywordStore
     ) -> Searcher:
         """A Searcher over read-only handles."""
         search = self.config.search
@@ -149,7 +149,7 @@ class Runtime:
             ChildRead.start(partial(_lancedb_chunk_ids, lancedb), "LanceDB") if prefetch else None
         )
         try:
-            manifest = Manifest.open_readonly(self.data_dir.manifest)
+            manifest = ManifestReader.open(self.data_dir.manifest)
             try:
                 return build_status(
                     manifest,

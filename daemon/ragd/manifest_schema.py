@@ -1,8 +1,8 @@
 """The layout of state.db: its tables, the SQL the manifest's queries share, and opening it.
 
-`ragd.manifest` owns every read and write; this module owns what the file looks like and
-how a connection to it is set up (WAL, synchronous=FULL for the writer, read-only URIs for
-readers), so the schema can be read in one place.
+`ragd.manifest_reader` owns every read and `ragd.manifest` every write; this module owns
+what the file looks like and how a connection to it is set up (WAL, synchronous=FULL for
+the writer, read-only URIs for readers), so the schema can be read in one place.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """What the manifest stores, as values: document and chunk rows, a document's write,
 the times it records, and when a file's stat may stand for its content.
 
-Plain frozen dataclasses and functions; no SQLite (ragd.manifest reads and writes them).
-Imports nothing from ragd.
+Plain frozen dataclasses and functions; no SQLite (ragd.manifest_reader reads them,
+ragd.manifest writes them). Imports nothing from ragd.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from ragd.embedding import Embedder
 from ragd.errors import QueryRefused
 from ragd.fusion import Fused, Fusion, convex_fusion, reciprocal_rank_fusion
 from ragd.keywords import IDENTIFIER_WEIGHT, KeywordStore
-from ragd.manifest import Manifest
+from ragd.manifest_reader import ManifestReader
 from ragd.records import ChunkRecord, DocumentRecord
 from ragd.sections import section_text
 from ragd.staleness import SourcePolicy, stale_reasons
@@ -124,7 +124,7 @@ class Searcher:
 
     def __init__(
         self,
-        manifest: Manifest,
+        manifest: ManifestReader,
         vectors: VectorStore,
         keywords: KeywordStore,
         embedder: Embedder,

@@ -32,7 +32,7 @@ from ragd.indexer import Indexer
 from ragd.jobs import JobKind, JobQueue
 from ragd.keywords import KeywordStore
 from ragd.logs import get_logger
-from ragd.manifest import Manifest
+from ragd.manifest_reader import ManifestReader
 from ragd.metrics import Metrics, Snapshot
 from ragd.notify import Notifier
 from ragd.records import format_time, parse_time
@@ -89,7 +89,7 @@ class Readers:
 
     def __init__(self, runtime: Runtime) -> None:
         paths = runtime.data_dir
-        self.manifest = Manifest.open_readonly(paths.manifest)
+        self.manifest = ManifestReader.open(paths.manifest)
         self.vectors = VectorStore.open_readonly(paths.lancedb, ids_in_memory=True)
         self.keywords = KeywordStore.open_readonly(paths.tantivy)
         self.searcher: Searcher = runtime.searcher(self.manifest, self.vectors, self.keywords)

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ragd.keywords import KeywordStore
-from ragd.manifest import Manifest
+from ragd.manifest_reader import ManifestReader
 from ragd.records import DocumentRecord, format_time, parse_time
 from ragd.staleness import SourcePolicy, stale_reasons
 from ragd.stores import Agreement, compare_ids
@@ -135,7 +135,7 @@ def verdict(report: Mapping[str, Any]) -> tuple[int, str]:
 
 
 def build_status(
-    manifest: Manifest,
+    manifest: ManifestReader,
     vector_ids: Callable[[], set[str]],
     keywords: KeywordStore,
     *,

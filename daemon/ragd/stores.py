@@ -19,6 +19,7 @@ from ragd.chunking import labelled_text
 from ragd.errors import LockedError
 from ragd.keywords import KeywordRow, KeywordStore
 from ragd.manifest import Manifest
+from ragd.manifest_reader import ManifestReader
 from ragd.vectors import VectorStore
 
 
@@ -126,7 +127,7 @@ class WriterStores:
         self.manifest.close()
 
 
-def manifest_keyword_rows(manifest: Manifest) -> Iterator[KeywordRow]:
+def manifest_keyword_rows(manifest: ManifestReader) -> Iterator[KeywordRow]:
     """Every chunk the manifest lists, as the keyword store indexes it (for a rebuild)."""
     for document in manifest.documents():
         for chunk in manifest.chunks_of(document.doc_id):
@@ -170,7 +171,9 @@ class Agreement:
         }
 
 
-def compare_stores(manifest: Manifest, vectors: VectorStore, keywords: KeywordStore) -> Agreement:
+def compare_stores(
+    manifest: ManifestReader, vectors: VectorStore, keywords: KeywordStore
+) -> Agreement:
     """Compare the chunk id sets of the manifest and both search stores."""
     return compare_ids(manifest.chunk_ids(), vectors.chunk_ids(), keywords.chunk_ids())
 

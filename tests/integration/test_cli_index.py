@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from ragd.keywords import KeywordStore
-from ragd.manifest import Manifest
+from ragd.manifest_reader import ManifestReader
 from ragd.vectors import VectorStore
 from tests.conftest import MODEL_DIR, write_config
 from tests.integration.conftest import copy_corpus, run_json, run_ragd
@@ -14,10 +14,10 @@ from tests.integration.conftest import copy_corpus, run_json, run_ragd
 BODY = Path("docs/en/docs/tutorial/body.md")
 
 
-def _stores(config: Path) -> tuple[Manifest, VectorStore, KeywordStore]:
+def _stores(config: Path) -> tuple[ManifestReader, VectorStore, KeywordStore]:
     data = config.parent / "data"
     return (
-        Manifest.open_readonly(data / "state.db"),
+        ManifestReader.open(data / "state.db"),
         VectorStore.open_readonly(data / "lancedb"),
         KeywordStore.open_readonly(data / "tantivy"),
     )

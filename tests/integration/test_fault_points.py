@@ -37,7 +37,7 @@ import pytest
 from ragd import faults
 from ragd.cli import main as cli_main
 from ragd.keywords import KeywordStore
-from ragd.manifest import Manifest
+from ragd.manifest_reader import ManifestReader
 from ragd.vector_rows import VectorRow
 from ragd.vectors import VectorStore
 from tests.conftest import SHARED, write_config
@@ -131,7 +131,7 @@ class Snapshot:
 
 
 def _snapshot(config: Path, data: Path) -> Snapshot:
-    manifest = Manifest.open_readonly(data / "state.db")
+    manifest = ManifestReader.open(data / "state.db")
     vectors = VectorStore.open_readonly(data / "lancedb")
     keywords = KeywordStore.open_readonly(data / "tantivy")
     try:

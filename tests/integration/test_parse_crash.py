@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ragd import faults
-from ragd.manifest import Manifest
+from ragd.manifest_reader import ManifestReader
 from ragd.parse_guard import CRASHED
 from tests.conftest import write_config
 from tests.integration.conftest import run_json
@@ -37,7 +37,7 @@ def report_of(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
 
 
 def statuses(config: Path) -> dict[str, tuple[str, str | None]]:
-    manifest = Manifest.open_readonly(config.parent / "data" / "state.db")
+    manifest = ManifestReader.open(config.parent / "data" / "state.db")
     try:
         return {d.key: (d.status, d.error) for d in manifest.documents()}
     finally:
