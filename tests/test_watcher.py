@@ -149,7 +149,7 @@ def test_atomic_save_yields_one_change_for_the_target_only(
     root: Path, recorder: Recorder, start_watcher: Any
 ) -> None:
     (root / "a.md").write_text("v1")
-    start_watcher(root)
+    start_watcher(root, settle=1.0, ceiling=2.0)  # a slow moment must not split one save
 
     tmp = root / ".a.md.tmp123"
     with tmp.open("w") as f:
@@ -166,7 +166,7 @@ def test_vim_style_save_yields_one_change(
     root: Path, recorder: Recorder, start_watcher: Any
 ) -> None:
     (root / "a.md").write_text("v1")
-    start_watcher(root)
+    start_watcher(root, settle=1.0, ceiling=2.0)  # a slow moment must not split one save
 
     os.rename(root / "a.md", root / "a.md~")
     (root / "a.md").write_text("v2")
