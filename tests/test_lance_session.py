@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 
 def test_importing_lancedb_leaves_pydantic_validation_in_place() -> None:
@@ -49,3 +50,47 @@ print(frozen, gc.get_freeze_count(), len(gc.get_objects()))
     assert frozen > 50_000  # ~100k with lancedb 0.2x and pydantic 2
     assert frozen_after_second_call == frozen
     assert walked < 1_000
+
+
+def test_lancedb_imports_without_the_rest_clients_api_classes_and_works() -> None:
+    # A fresh interpreter: this one may have imported lancedb already.
+    script = """
+import sys, tempfile
+from ragd.lance_session import import_lancedb
+lancedb = import_lancedb()
+api = sorted(m for m in sys.modules if m.startswith("lance_namespace_urllib3_client.api"))
+table = lancedb.connect(tempfile.mkdtemp()).create_table("t", [{"vector": [1.0, 0.0], "n": 1}])
+print(len(api), table.search([1.0, 0.0]).limit(1).to_list()[0]["n"])
+"""
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["0", "1"]
+
+
+def test_a_module_that_needs_the_skipped_package_itself_gets_it_whole(tmp_path: Path) -> None:
+    (tmp_path / "client" / "models").mkdir(parents=True)
+    (tmp_path / "client" / "__init__.py").write_text("NAME = 'whole'\n")
+    (tmp_path / "client" / "models" / "__init__.py").write_text("MODEL = 'model'\n")
+    (tmp_path / "light.py").write_text("from client.models import MODEL\n")
+    (tmp_path / "heavy.py").write_text("from client import NAME\n")
+    script = """
+import sys
+from ragd.lance_session import import_skipping_init
+light = import_skipping_init("light", "client")
+print(light.MODEL, hasattr(sys.modules["client"], "NAME"))
+del sys.modules["client"], sys.modules["client.models"]
+heavy = import_skipping_init("heavy", "client")
+print(heavy.NAME)
+"""
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["model", "False", "whole"]
