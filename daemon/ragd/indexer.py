@@ -283,7 +283,7 @@ class Indexer:
         if outcome.kind == "unchanged":
             self._pass.unchanged(doc_id, outcome.size, 0)
         elif outcome.kind != "nothing":
-            setattr(self._pass.report, outcome.kind, getattr(self._pass.report, outcome.kind) + 1)
+            self._pass.count(outcome.kind)
         if outcome.write is not None:
             self._pass.batches.add(outcome.write, outcome.texts, record)
 
@@ -382,7 +382,7 @@ class Indexer:
             if self.on_event is not None:
                 self.on_event(DocumentEvent("unchanged", doc_id, reason="same content"))
             return
-        setattr(self._pass.report, outcome.kind, getattr(self._pass.report, outcome.kind) + 1)
+        self._pass.count(outcome.kind)
         if outcome.kind == "failed":
             self._pass.batches.add(outcome.write, (), record)
         else:

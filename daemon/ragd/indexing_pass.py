@@ -50,6 +50,10 @@ class IndexingPass:
         self._seen.add(doc_id)
         return True
 
+    def count(self, kind: str) -> None:
+        """Count one more document of a kind the report counts (added, changed, failed)."""
+        setattr(self.report, kind, getattr(self.report, kind) + 1)
+
     def unchanged(self, doc_id: str, size: int, mtime_ns: int) -> None:
         """Count a document found unchanged and confirm it at this stat when finishing."""
         self.report.unchanged += 1

@@ -68,7 +68,10 @@ def import_skipping_init(name: str, package: str) -> ModuleType:
     except ImportError:
         if skipped is None or sys.modules.get(package) is not skipped:
             raise
-        del sys.modules[package]
+        # Its submodules too: bound to the skipped package, they would not be attributes
+        # of the whole one.
+        for loaded in [m for m in sys.modules if m == package or m.startswith(package + ".")]:
+            del sys.modules[loaded]
         return import_module(name)
 
 
