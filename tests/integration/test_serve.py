@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from ragd.manifest_reader import ManifestReader
 from tests.integration.daemon import Served, small_root, wait_until
 
 
@@ -162,6 +163,43 @@ def test_sigkill_while_indexing_then_restart_recovers_with_agreeing_stores(
         assert status["stores_agree"] is True, status["stores"]
         assert status["sources"][0]["documents"] == len(list(root.glob("*.md")))
         assert status["sources"][0]["pending"] == 0
+    finally:
+        second.stop()
+
+
+def _listing_digest(data: Path) -> str | None:
+    manifest = ManifestReader.open(data / "state.db")
+    try:
+        fingerprint = manifest.documents()[0].fingerprint
+        assert fingerprint is not None
+        return manifest.listing_digest("docs", fingerprint)
+    finally:
+        manifest.close()
+
+
+def test_changes_made_while_stopped_are_found_though_the_listing_was_known_unchanged(
+    tmp_path: Path,
+) -> None:
+    root = small_root(tmp_path / "docs", 20)
+    an_hour_ago = time.time_ns() - 3600 * 10**9
+    for page in root.glob("*.md"):  # old enough for every stat to vouch for its page
+        os.utime(page, ns=(an_hour_ago, an_hour_ago))
+    first = Served(tmp_path, root)
+    try:
+        first.start().wait_ready().wait_scanned()
+    finally:
+        first.stop()
+    assert _listing_digest(tmp_path / "data") is not None  # a rescan could pass over all
+    edited, deleted = sorted(root.glob("*.md"))[:2]
+    edited.write_text("# Okapi\n\nOkapi herders gather here.\n")
+    deleted.unlink()
+
+    second = Served(tmp_path, root)
+    try:
+        status = second.start().wait_ready().wait_scanned()
+        assert second.paths_for("okapi herders") == [edited.name]
+        assert status["sources"][0]["documents"] == 19
+        assert status["stores_agree"] is True
     finally:
         second.stop()
 
