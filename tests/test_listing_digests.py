@@ -34,7 +34,7 @@ def _settled(doc_id: str, size: int = 10, mtime_ns: int = LONG_AGO) -> DocumentW
 def _remembered(manifest: Manifest, *writes: DocumentWrite) -> None:
     manifest.commit(list(writes), checked_at=utc_now())
     for source in {w.source for w in writes}:
-        assert manifest.remember_listing(source, "fp")
+        assert manifest.remember_unchanged_listing(source, "fp")
 
 
 def test_the_remembered_digest_is_that_of_the_listing_of_every_documents_stat(
@@ -42,7 +42,7 @@ def test_the_remembered_digest_is_that_of_the_listing_of_every_documents_stat(
 ) -> None:
     _remembered(manifest, _settled("docs:b.md", 20), _settled("docs:a.md", 10))
 
-    assert manifest.listing_digest("docs", "fp") == listing_digest(
+    assert manifest.unchanged_listing("docs", "fp") == listing_digest(
         [("a.md", 10, LONG_AGO), ("b.md", 20, LONG_AGO)]
     )
 
@@ -53,8 +53,8 @@ def test_no_digest_is_remembered_while_a_stat_cannot_vouch_for_its_document(
     just_written = _settled("docs:b.md", mtime_ns=LONG_AGO * 2)  # in 2070: racily clean
     manifest.commit([_settled("docs:a.md"), just_written], checked_at=utc_now())
 
-    assert not manifest.remember_listing("docs", "fp")
-    assert manifest.listing_digest("docs", "fp") is None
+    assert not manifest.remember_unchanged_listing("docs", "fp")
+    assert manifest.unchanged_listing("docs", "fp") is None
 
 
 def test_a_digest_holds_only_for_the_pipeline_it_was_remembered_under(
@@ -62,7 +62,7 @@ def test_a_digest_holds_only_for_the_pipeline_it_was_remembered_under(
 ) -> None:
     _remembered(manifest, _settled("docs:a.md"))
 
-    assert manifest.listing_digest("docs", "another fingerprint") is None
+    assert manifest.unchanged_listing("docs", "another fingerprint") is None
 
 
 CHANGES: dict[str, Callable[[Manifest], None]] = {
@@ -86,12 +86,12 @@ def test_any_change_to_a_document_forgets_the_digest_of_its_source_alone(
     manifest: Manifest, change: str
 ) -> None:
     _remembered(manifest, _settled("docs:a.md"), _settled("docs:b.md"), _settled("wiki:a.md"))
-    wiki = manifest.listing_digest("wiki", "fp")
+    wiki = manifest.unchanged_listing("wiki", "fp")
 
     CHANGES[change](manifest)
 
-    assert manifest.listing_digest("docs", "fp") is None
-    assert manifest.listing_digest("wiki", "fp") == wiki is not None
+    assert manifest.unchanged_listing("docs", "fp") is None
+    assert manifest.unchanged_listing("wiki", "fp") == wiki is not None
 
 
 def test_a_change_by_another_writer_forgets_the_digest_too(
@@ -104,7 +104,7 @@ def test_a_change_by_another_writer_forgets_the_digest_too(
     other.execute("DELETE FROM documents WHERE doc_id = 'docs:a.md'")
     other.close()
 
-    assert manifest.listing_digest("docs", "fp") is None
+    assert manifest.unchanged_listing("docs", "fp") is None
 
 
 _keys = st.text(st.characters(blacklist_characters="\0", blacklist_categories=["Cs"]), min_size=1)

@@ -215,9 +215,9 @@ class TrippingManifest(Manifest):
         self.wire.step("manifest.confirm_sources")
         super().confirm_sources(sources, checked_at=checked_at)
 
-    def remember_listing(self, source: str, fingerprint: str) -> bool:
-        self.wire.step("manifest.remember_listing")
-        return super().remember_listing(source, fingerprint)
+    def remember_unchanged_listing(self, source: str, fingerprint: str) -> bool:
+        self.wire.step("manifest.remember_unchanged_listing")
+        return super().remember_unchanged_listing(source, fingerprint)
 
 
 class TrippingVectors(VectorStore):
@@ -307,7 +307,7 @@ _docs = _texts | st.none()  # None: a binary file, a failed document
 # Where an operation dies: before the 1st-3rd write at a site of BatchWriter.flush or of
 # reconcile (where ragd.faults kills the real process), or before the n-th write of any kind,
 # which also reaches the embedding cache, confirm_unchanged, prune_vectors, mark_clean,
-# confirm_sources and remember_listing.
+# confirm_sources and remember_unchanged_listing.
 CRASH_SITES = (
     "manifest.mark_pending",
     "lancedb.replace_documents",
@@ -657,7 +657,7 @@ class IndexMachine(RuleBasedStateMachine):
         # Every mtime here is years old, so every stat vouches: the next pass over an
         # unchanged folder can pass over it whole, and a change must make it look again.
         assert self.stores is not None
-        assert self.stores.manifest.listing_digest(SOURCE, PIPELINE.fingerprint) is not None
+        assert self.stores.manifest.unchanged_listing(SOURCE, PIPELINE.fingerprint) is not None
         if changed:  # a rebuild costs ~0.1 s; shrinking replays examples thousands of times
             event("compared with a rebuild")
             self._check_against_rebuild()

@@ -115,7 +115,7 @@ class Indexer:
                     self._pass.delete(record)
         report = self._pass.finish()
         self.manifest.confirm_sources(checked, checked_at=self._pass.checked_at)
-        self._remember_listings(checked)
+        self._remember_unchanged_listings(checked)
         if self._pass.batches.wrote:  # a no-op pass never even opens LanceDB
             self.manifest.prune_vectors()
         return report
@@ -137,8 +137,8 @@ class Indexer:
         """
         fingerprint = self.pipeline.fingerprint
         if not full:
-            known_listing = self.manifest.listing_digest(source.name, fingerprint)
-            if known_listing is not None and known_listing == listing_digest(listing.files):
+            unchanged = self.manifest.unchanged_listing(source.name, fingerprint)
+            if unchanged is not None and unchanged == listing_digest(listing.files):
                 self._pass.report.unchanged += len(listing.files)
                 if progress is not None:
                     progress(len(listing.files))
@@ -148,15 +148,15 @@ class Indexer:
         self._delete_unlisted(source, listing, known)
         return same_stat
 
-    def _remember_listings(self, checked: Iterable[str]) -> None:
+    def _remember_unchanged_listings(self, checked: Iterable[str]) -> None:
         """Keep a listing digest for each completely checked source that has none.
 
         A source that had one either matched it or changed; a change forgot it.
         """
         fingerprint = self.pipeline.fingerprint
         for name in checked:
-            if self.manifest.listing_digest(name, fingerprint) is None:
-                self.manifest.remember_listing(name, fingerprint)
+            if self.manifest.unchanged_listing(name, fingerprint) is None:
+                self.manifest.remember_unchanged_listing(name, fingerprint)
 
     def _pass_over(
         self,

@@ -148,7 +148,7 @@ class Manifest(ManifestReader):
                 [(d,) for d in doc_ids],
             )
 
-    def remember_listing(self, source: str, fingerprint: str) -> bool:
+    def remember_unchanged_listing(self, source: str, fingerprint: str) -> bool:
         """Record the digest of the listing in which every document of `source` is unchanged,
         from the documents' own states; False (nothing recorded) while a stat cannot vouch.
 

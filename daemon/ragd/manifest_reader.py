@@ -105,7 +105,7 @@ class ManifestReader:
         )
         return {row[0]: row for row in rows}
 
-    def listing_digest(self, source: str, fingerprint: str) -> str | None:
+    def unchanged_listing(self, source: str, fingerprint: str) -> str | None:
         """The digest of the listing in which every document of `source` is unchanged under
         `fingerprint` (ragd.records.listing_digest), if one is known."""
         row = self._conn.execute(

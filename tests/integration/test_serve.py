@@ -167,12 +167,12 @@ def test_sigkill_while_indexing_then_restart_recovers_with_agreeing_stores(
         second.stop()
 
 
-def _listing_digest(data: Path) -> str | None:
+def _unchanged_listing(data: Path) -> str | None:
     manifest = ManifestReader.open(data / "state.db")
     try:
         fingerprint = manifest.documents()[0].fingerprint
         assert fingerprint is not None
-        return manifest.listing_digest("docs", fingerprint)
+        return manifest.unchanged_listing("docs", fingerprint)
     finally:
         manifest.close()
 
@@ -189,7 +189,7 @@ def test_changes_made_while_stopped_are_found_though_the_listing_was_known_uncha
         first.start().wait_ready().wait_scanned()
     finally:
         first.stop()
-    assert _listing_digest(tmp_path / "data") is not None  # a rescan could pass over all
+    assert _unchanged_listing(tmp_path / "data") is not None  # a rescan could pass over all
     edited, deleted = sorted(root.glob("*.md"))[:2]
     edited.write_text("# Okapi\n\nOkapi herders gather here.\n")
     deleted.unlink()
