@@ -281,8 +281,10 @@ class Daemon:
         self.watcher = Watcher(runtime.folders, self._on_changes, self._on_overflow)
         self.watcher.start()  # before the scan, so nothing changed during it is missed
         self.queue.enqueue("scan")
-        self.writer.start()
+        # The writer starts once the server listens: a busy port fails before any indexing,
+        # and the server's start-up (imports on its thread) does not slow the first scan.
         server, server_thread = self._start_http()
+        self.writer.start()
         self.scheduler = self._start_scheduler()
         self.state = "ok"
         self.notifier.ready()

@@ -286,3 +286,20 @@ def test_scheduled_compaction_prunes_vectors_that_watch_events_left_behind(
         wait_until(lambda: pruned() >= 4, 20)  # versions 0-3, over however many compactions
     finally:
         daemon.stop()
+
+
+def test_a_busy_port_stops_serve_before_it_indexes_anything(tmp_path: Path) -> None:
+    daemon = Served(tmp_path, small_root(tmp_path / "docs"))
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", daemon.port))
+        holder.listen()
+        code = daemon.start().wait_exit(60)
+    daemon.stop()
+    assert code != 0
+    assert f"cannot listen on 127.0.0.1:{daemon.port}" in daemon.log_text()
+    assert not daemon.events("document_indexed")
+    manifest = ManifestReader.open(tmp_path / "data" / "state.db")
+    try:
+        assert manifest.documents() == []
+    finally:
+        manifest.close()
