@@ -24,7 +24,7 @@ fresh temporary data_dir. In one run, on the same machine state, it measures:
   is a full rescan that finds nothing to do; its time from the writer's log.
 
 Target 1 is read two ways. The `ragd index` process pays, once, for what the bare encode
-is timed without: importing lancedb and loading the model (~0.5 s on the reference
+is timed without: importing lancedb and loading the model (~0.7 s on the reference
 machine; a 155-file corpus cannot amortise it). So each round also starts `ragd serve`
 on a fresh data dir, which imports and loads before it scans: its start-up scan, a full
 index, times the pipeline alone (chunk, embed, write), beside the same encodes.
