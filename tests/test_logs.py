@@ -81,3 +81,18 @@ def test_console_lines_when_asked_for_them() -> None:
     (line,) = out.getvalue().splitlines()
     assert "document_indexed" in line
     assert "doc_id=docs:a.md" in line
+
+
+class _BrokenPipe(io.StringIO):
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def test_a_stream_that_cannot_be_written_loses_lines_not_the_caller() -> None:
+    configure_logging("json", "info", _BrokenPipe())
+    get_logger("ragd.writer").info("document_indexed", doc_id="docs:a.md")
+    logging.getLogger("watchdog").warning("still here")
+    closed = io.StringIO()
+    configure_logging("json", "info", closed)
+    closed.close()
+    get_logger("ragd.writer").error("job_failed", jobs=1)

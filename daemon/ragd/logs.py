@@ -24,9 +24,14 @@ class _LineWriter:
         self._lock = threading.Lock()
 
     def write(self, line: str) -> None:
+        """Write one line; a stream that cannot take it (journald restarted: EPIPE) loses
+        the line, never the caller: a log call must not stop the writer thread."""
         with self._lock:
-            self._stream.write(line + "\n")
-            self._stream.flush()
+            try:
+                self._stream.write(line + "\n")
+                self._stream.flush()
+            except (OSError, ValueError):  # ValueError: the stream was closed
+                pass
 
 
 class _EventLogger:
