@@ -186,6 +186,14 @@ def daemon_scan_seconds(config: Path, log_path: Path) -> float:
     return seconds
 
 
+def ratios(runs: list[float], encodes: list[float]) -> str:
+    """Each round's seconds beside its encode's, and their ratio."""
+    return "; ".join(
+        f"{run:.2f} s / {encode:.2f} s = {run / encode:.2f}"
+        for run, encode in zip(runs, encodes, strict=True)
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("corpus", type=Path, nargs="?")
@@ -256,10 +264,7 @@ def main() -> None:
     print()
     print("| step | ragd s | beside it | bare s | ratio | notes |")
     print("|---|---|---|---|---|---|")
-    rounds = "; ".join(
-        f"{run:.2f} s / {encode:.2f} s = {run / encode:.2f}"
-        for run, encode in zip(runs, encodes, strict=True)
-    )
+    rounds = ratios(runs, encodes)
     print(
         f"| full index ({files} files, {chunks} chunks; mean of {FULL_ROUNDS}) | {full_s:.2f} "
         f"| model2vec encode of the {encoded} unique chunk texts (mean of {FULL_ROUNDS}, "
@@ -268,15 +273,11 @@ def main() -> None:
         f"{full_rss} MiB; embedded {full['chunks']['embedded']} |"  # type: ignore[index]
     )
     daemon_s = sum(daemon_fulls) / len(daemon_fulls)
-    daemon_rounds = "; ".join(
-        f"{run:.2f} s / {encode:.2f} s = {run / encode:.2f}"
-        for run, encode in zip(daemon_fulls, encodes, strict=True)
-    )
     print(
         f"| full index in the daemon (mean of {FULL_ROUNDS}) | {daemon_s:.2f} | the same "
         f"encodes | {encode_s:.2f} | {daemon_s / encode_s:.2f} | start-up scan of `ragd serve` "
         f"on an empty data dir, model loaded and stores open: the pipeline alone; rounds: "
-        f"{daemon_rounds}; {chunks / daemon_s:.0f} chunks/s |"
+        f"{ratios(daemon_fulls, encodes)}; {chunks / daemon_s:.0f} chunks/s |"
     )
     print(
         f"| full index, beside the model as ragd loads it | {full_s:.2f} | the same encode "
