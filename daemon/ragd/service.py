@@ -123,6 +123,7 @@ class Daemon:
         self.config = runtime.config
         self.notifier = notifier or Notifier()
         self.stop = threading.Event()
+        self._signalled = False  # set by the signal handler; the main loop turns it into stop
         self.started = time.monotonic()
         self.state = "starting"
         self.webhooks = WebhookIntake(self.config.sources)
@@ -292,10 +293,8 @@ class Daemon:
             "serving", listen=self.config.http.listen, sources=len(runtime.folders), pid=os.getpid()
         )
         try:
-            while not self.stop.wait(0.5):
-                if not self.writer.is_alive():
-                    log.error("writer_died")
-                    self.stop.set()
+            while not self._should_stop():
+                time.sleep(0.1)  # a signal's handler runs within it; the flag is read next
         finally:
             self._shutdown(server, server_thread)
         return 0
@@ -390,11 +389,24 @@ class Daemon:
         self.queue.enqueue(kind)
         self.writer.wake.set()
 
-    def _install_signal_handlers(self) -> None:
-        def on_signal(signum: int, frame: FrameType | None) -> None:
-            if self.stop.is_set():
-                os._exit(1)  # a second signal: the operator wants out now
+    def _should_stop(self) -> bool:
+        """Polled by the main loop: a stop signal, a stop from another thread, a dead writer."""
+        if self._signalled:
             self.stop.set()
+        elif not self.stop.is_set() and not self.writer.is_alive():
+            log.error("writer_died")
+            self.stop.set()
+        return self.stop.is_set()
+
+    def _install_signal_handlers(self) -> None:
+        # The handler only sets a flag. Python runs it on the main thread between two
+        # bytecodes, which can be inside `Event.wait` with the Event's lock held: there,
+        # `stop.set()` waited for that lock forever (a SIGTERM'd daemon never exited; see
+        # python/cpython#126434 for the same trap in multiprocessing.Event).
+        def on_signal(signum: int, frame: FrameType | None) -> None:
+            if self._signalled:
+                os._exit(1)  # a second signal: the operator wants out now
+            self._signalled = True
 
         signal.signal(signal.SIGTERM, on_signal)
         signal.signal(signal.SIGINT, on_signal)
