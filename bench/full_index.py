@@ -36,7 +36,6 @@ import argparse
 import json
 import os
 import platform
-import signal
 import sqlite3
 import statistics
 import subprocess
@@ -53,7 +52,7 @@ sys.path.insert(0, str(REPO))
 
 from ragd.chunking import labelled_text  # noqa: E402
 from ragd.manifest_reader import ManifestReader  # noqa: E402
-from tests.integration.daemon import free_port, wait_until  # noqa: E402
+from tests.integration.daemon import free_port, stop_daemon, wait_until  # noqa: E402
 
 DEFAULT_MODEL = REPO.parent / "shared" / "models" / "minilm-l6-static-256"
 BATCH_SIZE = 1024  # [embedding] batch_size default
@@ -181,8 +180,7 @@ def daemon_scan_seconds(config: Path, log_path: Path) -> float:
         try:
             seconds: float = wait_until(finished, 600, 0.2)
         finally:
-            daemon.send_signal(signal.SIGTERM)
-            daemon.wait(60)
+            stop_daemon(daemon)
     return seconds
 
 

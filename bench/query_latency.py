@@ -29,7 +29,6 @@ import platform
 import random
 import re
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -45,7 +44,7 @@ sys.path.insert(0, str(REPO))
 from ragd.app import Runtime  # noqa: E402
 from ragd.config import load_config  # noqa: E402
 from ragd.search import MODES  # noqa: E402
-from tests.integration.daemon import free_port, scan_finished, wait_until  # noqa: E402
+from tests.integration.daemon import free_port, scan_finished, stop_daemon, wait_until  # noqa: E402
 
 DEFAULT_MODEL = REPO.parent / "shared" / "models" / "minilm-l6-static-256"
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_-]{2,}")
@@ -219,8 +218,7 @@ def main() -> None:
             latencies = over_http(port, queries, args.clients, args.seconds)
             rss = peak_rss_mib(daemon.pid)
         finally:
-            daemon.send_signal(signal.SIGTERM)
-            daemon.wait(30)
+            stop_daemon(daemon)
     print()
     print("| HTTP clients | requests | queries/s | p50 ms | p95 ms | p99 ms | serve peak RSS MiB |")
     print("|---|---|---|---|---|---|---|")

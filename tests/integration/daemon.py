@@ -47,6 +47,18 @@ def scan_finished(port: int) -> bool:
     return bool(writer["last_scan_at"]) and daemon["queue_depth"] == 0 and not writer["busy"]
 
 
+def stop_daemon(process: subprocess.Popen[bytes], timeout: float = 60) -> None:
+    """SIGTERM a `ragd serve` and wait for it; if it has not exited within `timeout`,
+    SIGKILL it (so no daemon outlives the run) and raise."""
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        raise RuntimeError(f"ragd serve did not stop within {timeout:.0f} s of SIGTERM") from None
+
+
 def wait_until(predicate: Callable[[], Any], timeout: float, interval: float = 0.05) -> Any:
     """Poll until predicate() is truthy; return its value or fail after timeout seconds."""
     deadline = time.monotonic() + timeout
