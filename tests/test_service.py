@@ -1,4 +1,4 @@
-"""The daemon's periodic jobs, as `ragd serve` schedules them from [schedule]."""
+"""The daemon's periodic jobs (from [schedule]) and how a stop signal reaches it."""
 
 from __future__ import annotations
 
