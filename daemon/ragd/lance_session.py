@@ -1,6 +1,6 @@
 """The process's LanceDB: importing lancedb, and the one session every table handle shares.
 
-lancedb is ~1 s of pure-Python import. Commands that never touch vectors must not pay
+lancedb is ~0.5 s of pure-Python import. Commands that never touch vectors must not pay
 for it, so nothing imports it at module level: `import_lancedb` does, the first time a
 store opens (or on a thread, `import_in_background`, for a pass that will write soon),
 and `session` holds LanceDB's caches with bounds.
@@ -78,7 +78,7 @@ def import_skipping_init(name: str, package: str) -> ModuleType:
 def import_in_background() -> None:
     """Start importing lancedb on a thread, for a caller that is about to wait anyway.
 
-    The import is ~1 s of pure-Python work; a big pass waits about that long for its
+    The import is ~0.5 s of pure-Python work; a big pass waits about that long for its
     worker's first documents, so the import is done before the first write needs it.
     """
     Thread(target=import_lancedb, name="import-lancedb", daemon=True).start()

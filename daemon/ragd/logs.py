@@ -44,7 +44,7 @@ class _EventLogger:
     def msg(self, message: str) -> None:
         self._lines.write(message)
 
-    debug = info = warning = error = critical = exception = msg
+    debug = info = warning = error = critical = msg  # structlog calls the level's name
 
 
 class _RecordHandler(logging.Handler):
