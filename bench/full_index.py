@@ -50,8 +50,8 @@ from typing import cast
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from ragd.chunking import labelled_text  # noqa: E402
-from ragd.manifest_reader import ManifestReader  # noqa: E402
+from ragd.indexing.chunking import labelled_text  # noqa: E402
+from ragd.stores.manifest_reader import ManifestReader  # noqa: E402
 from tests.integration.daemon import free_port, stop_daemon, wait_until  # noqa: E402
 
 DEFAULT_MODEL = REPO.parent / "shared" / "models" / "minilm-l6-static-256"

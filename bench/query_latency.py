@@ -41,9 +41,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from ragd.app import Runtime  # noqa: E402
 from ragd.config import load_config  # noqa: E402
-from ragd.search import MODES  # noqa: E402
+from ragd.search.searcher import MODES  # noqa: E402
+from ragd.service.runtime import Runtime  # noqa: E402
 from tests.integration.daemon import free_port, scan_finished, stop_daemon, wait_until  # noqa: E402
 
 DEFAULT_MODEL = REPO.parent / "shared" / "models" / "minilm-l6-static-256"

@@ -56,7 +56,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 import ragd  # noqa: E402
-from ragd.durations import duration_from  # noqa: E402
+from ragd.config.durations import duration_from  # noqa: E402
 from tests.conftest import FASTAPI_DOCS, GOLD, MODEL_DIR, write_config  # noqa: E402
 from tests.integration.daemon import Served  # noqa: E402
 from tests.integration.test_webhooks import SECRET_TEXT, signed  # noqa: E402

@@ -44,7 +44,7 @@ def index_configs(rows: int) -> dict[str, Callable[[], Any] | None]:
     """The candidate indexes (None: no index, exact brute force)."""
     from lancedb.index import HnswSq, IvfPq, IvfSq
 
-    from ragd.vectors import IVF_SAMPLE_RATE, ROWS_PER_PARTITION
+    from ragd.stores.vectors import IVF_SAMPLE_RATE, ROWS_PER_PARTITION
 
     fine = max(1, rows // ROWS_PER_PARTITION)
     return {

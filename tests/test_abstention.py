@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ragd.abstention import Evidence, agreement, is_weak
+from ragd.search.abstention import Evidence, agreement, is_weak
 
 
 def test_agreement_counts_ids_both_retrievers_rank_in_their_top_10() -> None:

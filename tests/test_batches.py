@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from ragd.batches import MAX_BATCH_DOCUMENTS, BatchWriter, DocumentEvent
 from ragd.errors import RagdError
-from ragd.pipeline import chunk_id, embed_key
-from ragd.records import ChunkRecord, DocumentWrite, utc_now
-from ragd.stores import DataDir, WriterStores
+from ragd.indexing.batches import MAX_BATCH_DOCUMENTS, BatchWriter, DocumentEvent
+from ragd.indexing.pipeline import PreparedChunk, PreparedWrite, chunk_id, embed_key
+from ragd.stores.data_dir import DataDir, WriterStores
+from ragd.stores.records import ChunkRecord, DocumentWrite, utc_now
 from tests.conftest import FakeEmbedder
 
 
@@ -36,7 +37,7 @@ def sizes(stores: WriterStores, monkeypatch: pytest.MonkeyPatch) -> list[int]:
     counted: list[int] = []
     commit = stores.manifest.commit
 
-    def counting_commit(writes: Sequence[DocumentWrite], *, checked_at: str) -> None:
+    def counting_commit(writes: Sequence[DocumentWrite[ChunkRecord]], *, checked_at: str) -> None:
         counted.append(len(writes))
         commit(writes, checked_at=checked_at)
 
@@ -44,17 +45,16 @@ def sizes(stores: WriterStores, monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return counted
 
 
-def _write(name: str, *texts: str, model: str = "fake:v1") -> tuple[DocumentWrite, tuple[str, ...]]:
+def _write(name: str, *texts: str, model: str = "fake:v1") -> PreparedWrite:
     doc_id = f"docs:{name}"
     chunks = tuple(
-        ChunkRecord(chunk_id(doc_id, n, t), doc_id, n, (), t, embed_key(model, t))
+        PreparedChunk(chunk_id(doc_id, n, t), doc_id, n, (), t, embed_key(model, t), t)
         for n, t in enumerate(texts)
     )
-    write = DocumentWrite(doc_id, "docs", name, f"file:///{name}", "indexed", chunks=chunks)
-    return write, texts
+    return DocumentWrite(doc_id, "docs", name, f"file:///{name}", "indexed", chunks=chunks)
 
 
-def _failed(name: str) -> DocumentWrite:
+def _failed(name: str) -> PreparedWrite:
     return DocumentWrite(f"docs:{name}", "docs", name, f"file:///{name}", "failed", error="bad")
 
 
@@ -70,14 +70,14 @@ def test_nothing_is_written_until_the_batch_is_full_or_flushed(stores: WriterSto
     )
     writes = [_write(name, f"text of {name}") for name in ("a.md", "b.md", "c.md")]
 
-    batches.add(*writes[0], None)
-    batches.add(*writes[1], None)
+    batches.add(writes[0], None)
+    batches.add(writes[1], None)
     assert events == []
     assert stores.manifest.document("docs:a.md") is None
 
-    batches.add(*writes[2], None)
+    batches.add(writes[2], None)
     assert [e.doc_id for e in events] == ["docs:a.md", "docs:b.md", "docs:c.md"]
-    assert stores.keywords().chunk_ids() == {c.chunk_id for w, _ in writes for c in w.chunks}
+    assert stores.keywords().chunk_ids() == {c.chunk_id for w in writes for c in w.chunks}
 
 
 def test_the_document_limit_doubles_per_write_up_to_the_maximum(
@@ -88,7 +88,7 @@ def test_the_document_limit_doubles_per_write_up_to_the_maximum(
     )
 
     for n in range(1024 + 2048 + 4096 + 2 * MAX_BATCH_DOCUMENTS):
-        batches.add(_failed(f"{n}.md"), (), None)
+        batches.add(_failed(f"{n}.md"), None)
 
     assert sizes == [1024, 2048, 4096, MAX_BATCH_DOCUMENTS, MAX_BATCH_DOCUMENTS]
 
@@ -97,8 +97,8 @@ def test_a_vector_already_cached_is_not_embedded_again(stores: WriterStores) -> 
     embedder = FakeEmbedder()
     batches = BatchWriter(stores, embedder, batch_chunks=100, first_batch=1, checked_at=utc_now())
 
-    batches.add(*_write("a.md", "shared words"), None)
-    batches.add(*_write("b.md", "shared words", "new words"), None)
+    batches.add(_write("a.md", "shared words"), None)
+    batches.add(_write("b.md", "shared words", "new words"), None)
     batches.flush()
 
     assert embedder.texts == ["shared words", "new words"]
@@ -110,11 +110,14 @@ def test_vectors_a_worker_computed_reach_the_store_without_the_model(
 ) -> None:
     embedder = FakeEmbedder()
     batches = BatchWriter(stores, embedder, batch_chunks=100, first_batch=10, checked_at=utc_now())
-    write, texts = _write("a.md", "one", "two")
-    given = embedder.embed(list(texts))
+    write = _write("a.md", "one", "two")
+    given = embedder.embed(["one", "two"])
     embedder.texts.clear()
+    write = replace(
+        write, chunks=tuple(replace(c, vector=given[n]) for n, c in enumerate(write.chunks))
+    )
 
-    batches.add(write, texts, None, vectors=given)
+    batches.add(write, None)
     batches.flush()
 
     assert embedder.texts == []
@@ -129,7 +132,7 @@ def test_unusable_vectors_fail_the_batch_before_any_store_is_written(
     batches = BatchWriter(
         stores, NaNEmbedder(), batch_chunks=100, first_batch=10, checked_at=utc_now()
     )
-    batches.add(*_write("a.md", "some text"), None)
+    batches.add(_write("a.md", "some text"), None)
 
     with pytest.raises(RagdError, match="unusable vectors"):
         batches.flush()
@@ -148,7 +151,7 @@ def test_batches_halve_toward_the_end_of_an_expected_pass(
 
     batches.expect(40)
     for n in range(40):
-        batches.add(_failed(f"{n}.md"), (), None)
+        batches.add(_failed(f"{n}.md"), None)
     batches.flush()
 
     # 4 and 8 by the doubling limit; then each write holds as many as are still to come,

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from ragd.chunking import Chunk, ChunkSettings, chunk_document, embed_prefix
-from ragd.parsers import Block, ParsedDocument, Section, parse_document
+from ragd.indexing.chunking import Chunk, ChunkSettings, chunk_document, embed_prefix
+from ragd.indexing.parsers import Block, ParsedDocument, Section, parse_document
 from tests.conftest import FASTAPI_DOCS
 
 SETTINGS = ChunkSettings()

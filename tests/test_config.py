@@ -19,13 +19,13 @@ from ragd.config import (
     Config,
     FolderSourceConfig,
     WebhookSourceConfig,
-    _schema,
     format_duration,
     load_config,
     parse_config,
     parse_duration,
     resolve_config_path,
 )
+from ragd.config.loading import _schema
 from ragd.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[1]

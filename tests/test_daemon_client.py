@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ragd.daemon_client import ask_daemon, status_url
+from ragd.cli.daemon_client import ask_daemon, status_url
 from tests.integration.daemon import free_port
 
 

@@ -8,8 +8,13 @@ from pathlib import PurePosixPath
 import pytest
 
 from ragd.errors import DocumentError
-from ragd.parsers import SUPPORTED_SUFFIXES, UnsupportedDocument, file_suffix, parse_document
-from ragd.parsers.decoding import decode_document
+from ragd.indexing.parsers import (
+    SUPPORTED_SUFFIXES,
+    UnsupportedDocument,
+    file_suffix,
+    parse_document,
+)
+from ragd.indexing.parsers.decoding import decode_document
 
 TEXT = "Café — naïve résumé, 東京\n"
 

@@ -6,11 +6,11 @@ import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ragd.chunking import ChunkSettings
-from ragd.entries import EntryOutcome, EntryUpdate, entry_outcome
-from ragd.parse_guard import ParseGuard
-from ragd.pipeline import Pipeline, ProcessedDocument, content_hash
-from ragd.records import DocumentRecord
+from ragd.indexing.chunking import ChunkSettings
+from ragd.indexing.entries import EntryOutcome, EntryUpdate, entry_outcome
+from ragd.indexing.parse_guard import ParseGuard
+from ragd.indexing.pipeline import Pipeline, ProcessedDocument
+from ragd.stores.records import DocumentRecord, content_hash
 
 PIPELINE = Pipeline(ChunkSettings(300, 40), "fake-model")
 BODY = b"# Pricing\n\nPlans start at ten euros a month.\n"
@@ -45,7 +45,6 @@ def outcome(
         record,
         applied_version=applied,
         pipeline=PIPELINE,
-        model_identity="fake-model",
     )
 
 
@@ -59,8 +58,8 @@ def test_a_new_entry_is_added_with_its_chunks_to_embed() -> None:
     assert result.write is not None and result.write.status == "indexed"
     assert result.write.title == "Pricing"
     assert result.write.entry_version == "2"
-    assert len(result.texts) == len(result.write.chunks) >= 1
-    assert "ten euros" in result.texts[0]
+    assert len(result.write.chunks) >= 1
+    assert "ten euros" in result.write.chunks[0].embed_text
 
 
 def test_a_delivery_older_than_the_applied_one_is_ignored() -> None:
@@ -112,13 +111,13 @@ class Watching(Pipeline):
     guard_file: Path = Path("parsing")
     seen: list[str] = field(default_factory=list)
 
-    def process(self, data: bytes, filename: str) -> ProcessedDocument:
+    def process(self, data: bytes, filename: str, doc_id: str) -> ProcessedDocument:
         self.seen.append(self.guard_file.read_text())
-        return super().process(data, filename)
+        return super().process(data, filename, doc_id)
 
 
 def watching(tmp_path: Path) -> Watching:
-    return Watching(PIPELINE.chunking, "fake-model", tmp_path / "parsing")
+    return Watching(PIPELINE.chunking, "fake-model", guard_file=tmp_path / "parsing")
 
 
 def guarded(
@@ -131,7 +130,6 @@ def guarded(
         record,
         applied_version=None,
         pipeline=pipeline,
-        model_identity="fake-model",
         guard=guard,
     )
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ragd.chunking import ChunkSettings
 from ragd.errors import DocumentError
-from ragd.file_outcomes import FileOutcome, file_outcome, known_hash, stat_unchanged
-from ragd.folders import FileContent, FileStat
-from ragd.pipeline import Pipeline, content_hash
-from ragd.preparing import Prepared, prepare
-from ragd.records import DocumentRecord
+from ragd.indexing.chunking import ChunkSettings
+from ragd.indexing.file_outcomes import FileOutcome, file_outcome, known_hash, stat_unchanged
+from ragd.indexing.pipeline import Pipeline
+from ragd.indexing.preparing import Prepared, ToPrepare, prepare
+from ragd.sources.folders import FileContent, FileStat
+from ragd.stores.records import DocumentRecord, content_hash
 
 PIPELINE = Pipeline(ChunkSettings(300, 40), "fake-model")
 BODY = b"# Install\n\nRun the installer, then restart the shell.\n"
@@ -42,7 +42,8 @@ def indexed(data: bytes = BODY, **changes: object) -> DocumentRecord:
 
 
 def read(data: bytes = BODY, *, known: str | None = None) -> Prepared:
-    return prepare(ENTRY.key, known, PIPELINE, lambda key: FileContent(data, len(data), 42))
+    file = ToPrepare(ENTRY.key, f"docs:{ENTRY.key}", known, len(data))
+    return prepare(file, PIPELINE, lambda key: FileContent(data, len(data), 42))
 
 
 def unreadable(key: str) -> FileContent:
@@ -59,7 +60,6 @@ def outcome(
         record,
         prepared,
         fingerprint=PIPELINE.fingerprint,
-        model_identity="fake-model",
         full=full,
     )
 
@@ -71,8 +71,8 @@ def test_a_new_file_is_added_with_its_chunks_to_embed() -> None:
     assert result.write is not None and result.write.status == "indexed"
     assert result.write.doc_id == "docs:guide/install.md" and result.write.uri == URI
     assert (result.write.size, result.write.mtime_ns) == (len(BODY), 42)  # the read's stat
-    assert len(result.texts) == len(result.write.chunks) >= 1
-    assert "restart the shell" in result.texts[0]
+    assert len(result.write.chunks) >= 1
+    assert "restart the shell" in result.write.chunks[0].embed_text
 
 
 def test_the_same_bytes_under_the_same_recipe_are_unchanged_and_write_nothing() -> None:
@@ -94,7 +94,9 @@ def test_new_bytes_change_the_document() -> None:
     result = outcome(indexed(), read(BODY + b"\nAlso set PATH.\n"))
 
     assert result.kind == "changed"
-    assert result.write is not None and "PATH" in " ".join(result.texts)
+    assert result.write is not None and "PATH" in " ".join(
+        c.embed_text for c in result.write.chunks
+    )
 
 
 def test_a_new_pipeline_fingerprint_changes_the_same_bytes() -> None:
@@ -104,7 +106,7 @@ def test_a_new_pipeline_fingerprint_changes_the_same_bytes() -> None:
 
 
 def test_an_unreadable_file_fails_with_the_listed_stat_and_no_hash() -> None:
-    prepared = prepare(ENTRY.key, None, PIPELINE, unreadable)
+    prepared = prepare(ToPrepare(ENTRY.key, f"docs:{ENTRY.key}", None, 0), PIPELINE, unreadable)
     result = outcome(indexed(), prepared)
 
     assert result.kind == "failed"

@@ -6,13 +6,12 @@ import os
 import socket
 from pathlib import Path
 
-import pathspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragd.errors import DocumentError, SourceError
-from ragd.folders import FolderSource, Listing, glob_matcher
+from ragd.sources.folders import FolderSource, Listing
 
 
 def _source(root: Path, **kwargs: object) -> FolderSource:
@@ -228,47 +227,3 @@ def test_uri_is_a_file_url_of_the_path(tmp_path: Path) -> None:
     for key in ("a b/c.md", "100%/é #?.md", "x;y=[z]~!.md"):
         assert _source(tmp_path).uri_for(key) == (tmp_path / key).as_uri()
     assert _source(Path("/")).uri_for("a b.md") == "file:///a%20b.md"
-
-
-_PATTERN_SETS = [
-    ("**/*.md",),
-    ("**/*.md", "docs/**/*.html", "*.txt"),
-    (".git/", "node_modules/", ".*/"),
-    ("build", "/top-only.md", "a/**/b.md", "*.tmp"),
-    ("**/*.md", "!keep/**"),  # a negation: pathspec itself decides
-    (),
-]
-_KEYS = [
-    "a.md",
-    "docs/a.md",
-    "docs/x/y.html",
-    "docs/y.html",
-    "notes.txt",
-    "x/notes.txt",
-    ".git/",
-    "src/.git/",
-    "node_modules/",
-    "a/node_modules/",
-    ".hidden/",
-    "x/.cache/",
-    "build",
-    "x/build",
-    "build/",
-    "top-only.md",
-    "x/top-only.md",
-    "a/b.md",
-    "a/x/y/b.md",
-    "keep/a.md",
-    "file.tmp",
-    "dir.tmp/",
-    "README",
-    "ü/ä.md",
-]
-
-
-@pytest.mark.parametrize("patterns", _PATTERN_SETS)
-def test_glob_matcher_agrees_with_pathspec_on_every_key(patterns: tuple[str, ...]) -> None:
-    spec = pathspec.PathSpec.from_lines("gitwildmatch", patterns)
-    matches = glob_matcher(patterns)
-
-    assert [matches(k) for k in _KEYS] == [bool(spec.match_file(k)) for k in _KEYS]

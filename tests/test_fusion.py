@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragd.fusion import convex_fusion, reciprocal_rank_fusion
+from ragd.search.fusion import convex_fusion, reciprocal_rank_fusion
 
 
 def test_an_item_both_retrievers_agree_on_outranks_items_only_one_found() -> None:

@@ -7,7 +7,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ragd.identifiers import camel_parts, compound_terms, identifier_terms
+from ragd.stores.identifiers import camel_parts, compound_terms, identifier_terms
 
 
 def test_a_snake_case_name_is_kept_whole() -> None:

@@ -12,16 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from ragd.chunking import ChunkSettings
 from ragd.errors import LockedError
-from ragd.folders import FileContent, FolderSource
-from ragd.indexer import Indexer
-from ragd.keywords import KeywordStore
-from ragd.manifest import Manifest
-from ragd.manifest_reader import ManifestReader
-from ragd.pipeline import Pipeline
-from ragd.records import format_time
-from ragd.stores import DataDir, WriterLock, WriterStores, compare_ids, compare_stores
+from ragd.indexing.chunking import ChunkSettings
+from ragd.indexing.indexer import Indexer
+from ragd.indexing.pipeline import Pipeline, manifest_keyword_rows
+from ragd.sources.folders import FileContent, FolderSource
+from ragd.stores.agreement import compare_ids, compare_stores
+from ragd.stores.data_dir import DataDir, WriterLock, WriterStores
+from ragd.stores.keywords import KeywordStore
+from ragd.stores.manifest import Manifest
+from ragd.stores.manifest_reader import ManifestReader
+from ragd.stores.records import format_time
 from tests.conftest import FakeEmbedder
 from tests.test_keywords import _old_schema_index
 
@@ -64,7 +65,7 @@ class Harness:
         stop: Callable[[], bool] | None = None,
         worker_min_files: int = 500,
     ) -> dict[str, object]:
-        stores = WriterStores(self.data)
+        stores = WriterStores(self.data, keyword_rows=manifest_keyword_rows)
         try:
             folder = CountingFolder("docs", self.root, ("**/*.md",))
             pipeline = Pipeline(ChunkSettings(self.max_chars, 120), self.embedder.identity)
@@ -81,7 +82,7 @@ class Harness:
             stores.close()
 
     def sync(self, *, keys: Sequence[str] = (), trees: Sequence[str] = ()) -> dict[str, object]:
-        stores = WriterStores(self.data)
+        stores = WriterStores(self.data, keyword_rows=manifest_keyword_rows)
         try:
             folder = CountingFolder("docs", self.root, ("**/*.md",))
             pipeline = Pipeline(ChunkSettings(self.max_chars, 120), self.embedder.identity)
@@ -108,7 +109,7 @@ class Harness:
             manifest.close()
 
     def agree(self) -> bool:
-        stores = WriterStores(self.data)
+        stores = WriterStores(self.data, keyword_rows=manifest_keyword_rows)
         try:
             return compare_stores(
                 stores.manifest, stores.vectors(self.embedder.dim), stores.keywords()
@@ -133,7 +134,7 @@ def _chunks(report: dict[str, object]) -> dict[str, int]:
 
 def _written_an_hour_ago(root: Path) -> None:
     """Date every file back: a stat only stands for a file modified well before it was
-    read (ragd.records.RACY_SECONDS); tests otherwise write and index in one tick."""
+    read (ragd.stores.records.RACY_SECONDS); tests otherwise write and index in one tick."""
     past = time.time_ns() - 3600 * 10**9
     for path in root.rglob("*"):
         if path.is_file():
@@ -201,7 +202,7 @@ def test_a_pass_that_outlasts_the_racy_window_still_reads_again_what_was_written
         os.utime(page)  # the same bytes, a new mtime: the next pass reads and hashes it
     # Every manifest write of this pass lands ten minutes after the pass began.
     ten_minutes_on = datetime.now(UTC) + timedelta(minutes=10)
-    monkeypatch.setattr("ragd.manifest.utc_now", lambda: format_time(ten_minutes_on))
+    monkeypatch.setattr("ragd.stores.manifest.utc_now", lambda: format_time(ten_minutes_on))
     harness.run()
     monkeypatch.undo()
     _rewrite_keeping_size_and_mtime(page)
@@ -441,7 +442,7 @@ def test_a_pending_document_is_read_again_though_its_stat_is_unchanged(
 ) -> None:
     (harness.root / "guide.md").write_text(DOC)
     harness.run()
-    stores = WriterStores(harness.data)
+    stores = WriterStores(harness.data, keyword_rows=manifest_keyword_rows)
     try:
         stores.manifest.mark_for_redo(["docs:guide.md"])
     finally:
@@ -490,7 +491,7 @@ def test_a_crash_before_the_manifest_commit_is_repaired_on_the_next_run(
     def crash(*_: object, **__: object) -> None:
         raise SystemExit("killed between the store writes and the manifest commit")
 
-    monkeypatch.setattr("ragd.manifest.Manifest.commit", crash)
+    monkeypatch.setattr("ragd.stores.manifest.Manifest.commit", crash)
     with pytest.raises(SystemExit):
         harness.run()
     monkeypatch.undo()
@@ -514,7 +515,7 @@ def test_stores_that_lost_their_manifest_are_reconciled_not_appended_to(
     report = harness.run()
 
     assert report["reconciled"] is True
-    stores = WriterStores(harness.data)
+    stores = WriterStores(harness.data, keyword_rows=manifest_keyword_rows)
     try:
         assert stores.vectors(harness.embedder.dim).count() == 3
         assert len(stores.keywords().chunk_ids()) == 3
@@ -603,13 +604,13 @@ def test_a_tree_hint_for_a_directory_that_moved_away_deletes_its_documents(
 def test_a_document_with_too_many_chunks_is_failed_with_a_reason(
     harness: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("ragd.pipeline.MAX_CHUNKS_PER_DOCUMENT", 2)
+    monkeypatch.setattr("ragd.indexing.pipeline.MAX_CHUNKS_PER_DOCUMENT", 2)
     (harness.root / "guide.md").write_text(DOC)
 
     report = harness.run()
 
     assert _docs(report)["failed"] == 1
-    stores = WriterStores(harness.data)
+    stores = WriterStores(harness.data, keyword_rows=manifest_keyword_rows)
     try:
         record = stores.manifest.document("docs:guide.md")
     finally:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ragd.errors import StoreError
-from ragd.keywords import MAX_QUERY_TERMS, REBUILD_MARKER, KeywordRow, KeywordStore
+from ragd.stores.keywords import MAX_QUERY_TERMS, REBUILD_MARKER, KeywordRow, KeywordStore
 
 QUOTED_DOC = 'docs:it\'s a "test".md'
 
@@ -189,7 +189,7 @@ def test_writer_in_another_process_is_refused(store: KeywordStore, tmp_path: Pat
         import sys
         from pathlib import Path
         from ragd.errors import StoreError
-        from ragd.keywords import KeywordStore
+        from ragd.stores.keywords import KeywordStore
         try:
             KeywordStore.open(Path(sys.argv[1]))
         except StoreError as exc:

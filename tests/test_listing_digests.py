@@ -11,8 +11,8 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from ragd.manifest import Manifest
-from ragd.records import DocumentWrite, listing_digest, utc_now
+from ragd.stores.manifest import Manifest
+from ragd.stores.records import ChunkRecord, DocumentWrite, listing_digest, utc_now
 
 LONG_AGO = 1_600_000_000 * 10**9  # an mtime in 2020: its stat vouches for it
 
@@ -24,14 +24,14 @@ def manifest(tmp_path: Path) -> Iterator[Manifest]:
     opened.close()
 
 
-def _settled(doc_id: str, size: int = 10, mtime_ns: int = LONG_AGO) -> DocumentWrite:
+def _settled(doc_id: str, size: int = 10, mtime_ns: int = LONG_AGO) -> DocumentWrite[ChunkRecord]:
     source, key = doc_id.split(":")
     return DocumentWrite(
         doc_id, source, key, f"file:///{key}", "indexed", "Guide", size, mtime_ns, "h", "fp"
     )
 
 
-def _remembered(manifest: Manifest, *writes: DocumentWrite) -> None:
+def _remembered(manifest: Manifest, *writes: DocumentWrite[ChunkRecord]) -> None:
     manifest.commit(list(writes), checked_at=utc_now())
     for source in {w.source for w in writes}:
         assert manifest.remember_unchanged_listing(source, "fp")

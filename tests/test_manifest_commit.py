@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ragd.manifest import Manifest
-from ragd.records import ChunkRecord, DocumentWrite, utc_now
+from ragd.stores.manifest import Manifest
+from ragd.stores.records import ChunkRecord, DocumentWrite, utc_now
 
 
 @pytest.fixture
@@ -19,7 +19,7 @@ def manifest(tmp_path: Path) -> Iterator[Manifest]:
     opened.close()
 
 
-def _indexed(doc_id: str, *texts: str) -> DocumentWrite:
+def _indexed(doc_id: str, *texts: str) -> DocumentWrite[ChunkRecord]:
     chunks = tuple(
         ChunkRecord(f"{doc_id}#{n}", doc_id, n, ("Guide",), text, f"key-{text}")
         for n, text in enumerate(texts)

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ragd.manifest import Manifest
-from ragd.manifest_reader import ManifestReader
+from ragd.stores.manifest import Manifest
+from ragd.stores.manifest_reader import ManifestReader
 
 
 def _size(path: Path) -> int:

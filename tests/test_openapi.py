@@ -6,7 +6,7 @@ import json
 
 from starlette.routing import Route
 
-from ragd.http_api import OPENAPI, create_app
+from ragd.service.http_api import OPENAPI, create_app
 
 
 def test_every_route_is_described_and_every_described_path_is_routed() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ragd.parse_guard import CRASHED, ParseGuard, Parsing
+from ragd.indexing.parse_guard import CRASHED, ParseGuard, Parsing
 
 DOCUMENT = Parsing(
     doc_id="docs:guide.md",

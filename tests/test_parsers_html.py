@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from ragd.parsers import Block, ParsedDocument, parse_document
+from ragd.indexing.parsers import Block, ParsedDocument, parse_document
 
 PAGE = """<!DOCTYPE html>
 <html><head><title>Guide &amp; Reference</title>

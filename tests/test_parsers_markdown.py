@@ -8,8 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from ragd.parsers import Block, ParsedDocument, UnsupportedDocument, markdown, parse_document
-from ragd.parsers.markdown import heading_text
+from ragd.indexing.parsers import (
+    Block,
+    ParsedDocument,
+    UnsupportedDocument,
+    markdown,
+    parse_document,
+)
+from ragd.indexing.parsers.markdown import heading_text
 from tests.conftest import FASTAPI_DOCS, GOLD
 
 

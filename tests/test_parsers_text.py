@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ragd.parsers import Block, parse_document
+from ragd.indexing.parsers import Block, parse_document
 
 
 def test_paragraphs_split_on_blank_lines() -> None:

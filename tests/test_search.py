@@ -8,17 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from ragd.chunking import ChunkSettings
 from ragd.errors import QueryRefused
-from ragd.folders import FolderSource
-from ragd.indexer import Indexer
-from ragd.keywords import KeywordRow, KeywordStore
-from ragd.manifest_reader import ManifestReader
-from ragd.pipeline import Pipeline
-from ragd.search import Searcher, SearchSettings, clean_query
-from ragd.staleness import SourcePolicy
-from ragd.stores import DataDir, WriterStores
-from ragd.vectors import VectorStore
+from ragd.indexing.chunking import ChunkSettings
+from ragd.indexing.indexer import Indexer
+from ragd.indexing.pipeline import Pipeline, manifest_keyword_rows
+from ragd.search.searcher import Searcher, SearchSettings, clean_query
+from ragd.search.staleness import SourcePolicy
+from ragd.sources.folders import FolderSource
+from ragd.stores.data_dir import DataDir, WriterStores
+from ragd.stores.keywords import KeywordRow, KeywordStore
+from ragd.stores.manifest_reader import ManifestReader
+from ragd.stores.vectors import VectorStore
 from tests.conftest import FakeEmbedder
 
 DOCS = {
@@ -30,7 +30,7 @@ DOCS = {
 
 def _index(root: Path, data: DataDir, pipeline: Pipeline, embedder: FakeEmbedder) -> None:
     """One indexing pass over `root` as folder source "docs"."""
-    stores = WriterStores(data)
+    stores = WriterStores(data, keyword_rows=manifest_keyword_rows)
     try:
         Indexer(stores, [FolderSource("docs", root, ("**/*.md",))], pipeline, embedder).run()
     finally:
@@ -185,7 +185,7 @@ def test_a_keyword_index_from_an_older_schema_is_rebuilt_from_the_manifest(
     data.tantivy.mkdir()
     tantivy.Index(old.build(), path=str(data.tantivy))
 
-    stores = WriterStores(data)
+    stores = WriterStores(data, keyword_rows=manifest_keyword_rows)
     try:
         stores.keywords()  # the writer opening it is what rebuilds it
     finally:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ragd.sections import section_text
+from ragd.search.sections import section_text
 
 
 def test_windows_are_joined_as_paragraphs() -> None:

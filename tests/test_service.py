@@ -1,16 +1,15 @@
-"""The daemon's periodic jobs (from [schedule]) and how a stop signal reaches it."""
+"""The daemon's periodic jobs (from [schedule]) and how a stop reaches its main thread."""
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from datetime import timedelta
-from pathlib import Path
 
-from ragd.app import Runtime
-from ragd.config import ScheduleConfig, load_config
-from ragd.service import CLEANUP_MARGIN, Daemon, ScheduledJob, scheduled_jobs
-from tests.conftest import write_config
+from ragd.config import ScheduleConfig
+from ragd.service.scheduler import CLEANUP_MARGIN, ScheduledJob, scheduled_jobs
+from ragd.service.stopping import StopSignal
 
 
 def test_the_default_schedule_follows_each_compaction_once_its_versions_can_go() -> None:
@@ -31,24 +30,41 @@ def test_compactions_closer_than_the_cleanup_age_need_no_follow_up() -> None:
     assert [job.id for job in scheduled_jobs(schedule)] == ["rescan", "compact"]
 
 
-def test_a_stop_signal_is_taken_while_the_stop_events_lock_is_held(tmp_path: Path) -> None:
-    daemon = Daemon(Runtime.from_config(load_config(write_config(tmp_path, tmp_path))))
-    previous = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGINT)}
+def test_a_stop_signal_wakes_the_waiting_main_thread() -> None:
+    stopping = StopSignal()
     try:
-        daemon._install_signal_handlers()
-        handler = signal.getsignal(signal.SIGTERM)
+        with stopping.installed():
+            threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGTERM)).start()
+            stopping.wait()
+            assert stopping.signalled
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
     finally:
-        for signum, old in previous.items():
-            signal.signal(signum, old)
-    assert callable(handler)
+        stopping.close()
+
+
+def test_a_thread_wakes_the_waiting_main_thread_without_a_signal() -> None:
+    stopping = StopSignal()
+    try:
+        threading.Timer(0.2, stopping.wake).start()
+        stopping.wait()
+        assert not stopping.signalled
+    finally:
+        stopping.close()
+
+
+def test_the_signal_handler_takes_no_lock() -> None:
     # Python runs a handler on the main thread between two bytecodes, which can be inside
-    # stop.wait() with the Event's lock held. Here it runs while that lock is held (by
-    # this thread, so a handler that waits for the lock blocks instead of hanging the test).
-    with daemon.stop._cond:  # type: ignore[attr-defined]
-        call = threading.Thread(target=handler, args=(signal.SIGTERM, None))
-        call.start()
-        call.join(2)
-        returned = not call.is_alive()
-    call.join()
-    assert returned
-    assert daemon._should_stop()
+    # Event.wait with the Event's lock held. The handler only sets a flag, so it returns
+    # even while every lock of the daemon is held.
+    stopping = StopSignal()
+    try:
+        with stopping.installed():
+            handler = signal.getsignal(signal.SIGTERM)
+            assert callable(handler)
+            call = threading.Thread(target=handler, args=(signal.SIGTERM, None))
+            call.start()
+            call.join(2)
+            assert not call.is_alive()
+            assert stopping.signalled
+    finally:
+        stopping.close()

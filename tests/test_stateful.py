@@ -62,18 +62,18 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from ragd.chunking import ChunkSettings
-from ragd.entries import EntryUpdate
-from ragd.folders import FolderSource
-from ragd.index_report import IndexReport
-from ragd.indexer import Indexer
-from ragd.keywords import KeywordRow, KeywordStore
-from ragd.manifest import Manifest
-from ragd.pipeline import Pipeline
-from ragd.records import DocumentWrite, Vector
-from ragd.stores import DataDir, WriterStores
-from ragd.vector_rows import TABLE_NAME, VectorRow
-from ragd.vectors import VectorStore
+from ragd.adapters.lancedb import TABLE as TABLE_NAME
+from ragd.indexing.chunking import ChunkSettings
+from ragd.indexing.entries import EntryUpdate
+from ragd.indexing.indexer import Indexer
+from ragd.indexing.pipeline import Pipeline
+from ragd.indexing.report import IndexReport
+from ragd.sources.folders import FolderSource
+from ragd.stores.data_dir import DataDir, WriterStores
+from ragd.stores.keywords import KeywordRow, KeywordStore
+from ragd.stores.manifest import Manifest
+from ragd.stores.records import ChunkRecord, DocumentWrite, Vector
+from ragd.stores.vectors import VectorRow, VectorStore
 from tests.conftest import FakeEmbedder
 
 EXAMPLES = Path(__file__).resolve().parent / ".hypothesis-examples"
@@ -185,7 +185,7 @@ class TrippingManifest(Manifest):
         self.wire.step("manifest.mark_pending")
         super().mark_pending(docs)
 
-    def commit(self, writes: Sequence[DocumentWrite], *, checked_at: str) -> None:
+    def commit(self, writes: Sequence[DocumentWrite[ChunkRecord]], *, checked_at: str) -> None:
         self.wire.step("manifest.commit")
         super().commit(writes, checked_at=checked_at)
 
@@ -305,7 +305,7 @@ _texts: st.SearchStrategy[Doc] = st.one_of(
 )
 _docs = _texts | st.none()  # None: a binary file, a failed document
 # Where an operation dies: before the 1st-3rd write at a site of BatchWriter.flush or of
-# reconcile (where ragd.faults kills the real process), or before the n-th write of any kind,
+# reconcile (where a crash plan kills the real process), or before the n-th write of any kind,
 # which also reaches the embedding cache, confirm_unchanged, prune_vectors, mark_clean,
 # confirm_sources and remember_unchanged_listing.
 CRASH_SITES = (

@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 from tokenizers import Tokenizer
 from tokenizers.normalizers import BertNormalizer
 
-from ragd import token_tables
-from ragd.token_tables import TableTokenizer
+from ragd.adapters import tokenizers as token_tables
+from ragd.adapters.tokenizers import TableTokenizer
 from tests.conftest import MODEL_DIR
 
 LIMIT = 512

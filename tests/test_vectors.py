@@ -10,9 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ragd.adapters import lancedb as adapter
+from ragd.adapters.lancedb import sql_in, sql_string
 from ragd.errors import StoreError
-from ragd.vector_rows import VectorRow, sql_in, sql_string
-from ragd.vectors import COMPACT_AT_FRAGMENTS, IN_BATCH, VectorStore
+from ragd.stores.vectors import COMPACT_AT_FRAGMENTS, IN_BATCH, VectorRow, VectorStore
 
 DIM = 8
 QUOTED_DOC = 'docs:it\'s a "test".md'
@@ -311,7 +312,7 @@ def test_version_count_increases_per_commit_and_optimize_reduces_it(
 def test_a_later_optimize_removes_what_a_recent_compaction_kept_for_readers(
     tmp_path: Path, store: VectorStore, rng: np.random.Generator
 ) -> None:
-    # The premise of the daemon's compact-cleanup job (ragd.service.scheduled_jobs).
+    # The premise of the daemon's compact-cleanup job (ragd.service.daemon.scheduled_jobs).
     for i in range(4):
         store.replace_documents([f"docs:{i}.md"], make_rows(f"docs:{i}.md", 50, rng))
     keep = timedelta(seconds=1)
@@ -369,14 +370,13 @@ def test_the_vector_index_is_built_again_once_the_table_holds_twice_its_rows(
 
 
 def test_an_index_that_does_not_record_its_rows_is_built_again_once(
-    store: VectorStore, rng: np.random.Generator
+    store: VectorStore, rng: np.random.Generator, tmp_path: Path
 ) -> None:
-    from lancedb.index import IvfSq
-
     store.replace_documents(["docs:a.md"], make_rows("docs:a.md", 1000, rng))
-    table = store._table
+    table = adapter.open_vector_table(tmp_path / "lancedb")
     assert table is not None
-    table.create_index("vector", config=IvfSq(distance_type="cosine", num_partitions=2))
+    table.create_index("vector", adapter.IvfSqIndex(partitions=2, sample_rate=16))
+    store.refresh()  # an index an older ragd built, which recorded no row count
 
     assert store.ensure_vector_index(min_rows=1000) is True
     assert store.ensure_vector_index(min_rows=1000) is False
@@ -396,27 +396,26 @@ def test_rows_written_after_the_index_are_found_and_folded_in_by_optimize(
     assert store.has_vector_index() is True
 
 
-def test_settle_compacts_a_table_left_in_many_small_files(
+def test_a_table_left_in_many_small_files_needs_compaction_and_optimize_compacts_it(
     store: VectorStore, rng: np.random.Generator
 ) -> None:
     for n in range(COMPACT_AT_FRAGMENTS):
         store.replace_documents([f"docs:{n}.md"], make_rows(f"docs:{n}.md", 2, rng))
     written = store.chunk_ids()
+    assert store.needs_compaction()
 
-    store.settle(cleanup_older_than=timedelta(minutes=10))
+    store.optimize(cleanup_older_than=timedelta(minutes=10))
 
     assert store.small_fragments() == 1
+    assert not store.needs_compaction()
     assert store.chunk_ids() == written
 
 
-def test_settle_leaves_a_table_of_few_files_alone(
+def test_a_table_of_few_files_needs_no_compaction(
     store: VectorStore, rng: np.random.Generator
 ) -> None:
     for n in range(3):
         store.replace_documents([f"docs:{n}.md"], make_rows(f"docs:{n}.md", 2, rng))
-    versions = store.version_count()
-
-    store.settle(cleanup_older_than=timedelta(minutes=10))
 
     assert store.small_fragments() == 3
-    assert store.version_count() == versions
+    assert not store.needs_compaction()

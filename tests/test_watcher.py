@@ -22,9 +22,11 @@ from typing import Any
 import pytest
 from watchdog.observers import Observer
 
-import ragd.watcher
-from ragd.folders import FolderSource
-from ragd.watcher import OVERFLOW_LOGGER, Change, Watcher
+import ragd.adapters.watchdog
+import ragd.sources.watcher
+from ragd.adapters.watchdog import OVERFLOW_LOGGER
+from ragd.sources.folders import FolderSource
+from ragd.sources.watcher import Change, Watcher
 
 SETTLE = 0.2  # short, yet wide enough for an editor's save dance on a loaded machine
 CEILING = 1.0
@@ -71,7 +73,7 @@ class Recorder:
         name = f"cookie-{self._cookies}.md"
         (root / name).write_text("cookie")
         self.wait_change(name)
-        time.sleep(2 * ragd.watcher.TICK_SECONDS)  # same-tick stragglers land too
+        time.sleep(2 * ragd.sources.watcher.TICK_SECONDS)  # same-tick stragglers land too
 
     def non_cookie_changes(self) -> list[Change]:
         return [c for c in self.changes() if not c.key.startswith("cookie-")]
@@ -306,8 +308,8 @@ def lower_inotify_queue() -> Iterator[Callable[[], None] | None]:
 OVERFLOW_CHILD = """
 import sys, threading
 from pathlib import Path
-from ragd.folders import FolderSource
-from ragd.watcher import Watcher
+from ragd.sources.folders import FolderSource
+from ragd.sources.watcher import Watcher
 
 told = threading.Event()
 watcher = Watcher(
@@ -393,7 +395,7 @@ def test_a_root_hitting_the_watch_limit_is_reported_and_others_still_work(
                 raise OSError(errno.ENOSPC, "inotify watch limit reached")
             return super().schedule(handler, path, **kwargs)
 
-    monkeypatch.setattr(ragd.watcher, "Observer", LimitedObserver)
+    monkeypatch.setattr(ragd.adapters.watchdog, "Observer", LimitedObserver)
     watcher = start_watcher(full, fine)
 
     (fine / "a.md").write_text("x")

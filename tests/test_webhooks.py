@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragd.deliveries import Delivery, parse_delivery, validate_entry_id
-from ragd.webhooks import (
+from ragd.sources.deliveries import Delivery, parse_delivery, validate_entry_id
+from ragd.sources.webhooks import (
     WebhookAuth,
     WebhookRejected,
     authenticate,

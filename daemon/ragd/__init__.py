@@ -1,11 +1,11 @@
 """ragd keeps a hybrid (BM25 + vector) retrieval index in step with the documents it serves.
 
 The core is usable as a library: build stores, an Indexer and a Searcher from plain
-values (see `ragd.app.Runtime` for how the CLI does it from a config file).
+values (see `ragd.service.runtime.Runtime` for how the CLI does it from a config file).
 """
 
-from ragd.chunking import Chunk, ChunkSettings
-from ragd.embedding import Embedder, Model2VecEmbedder
+from ragd.embedding import Embedder
+from ragd.embedding.static import Model2VecEmbedder
 from ragd.errors import (
     ConfigError,
     DocumentError,
@@ -17,14 +17,15 @@ from ragd.errors import (
     StoreError,
     UsageError,
 )
-from ragd.folders import FolderSource
-from ragd.fusion import reciprocal_rank_fusion
-from ragd.index_report import IndexReport
-from ragd.indexer import Indexer
-from ragd.pipeline import Pipeline
-from ragd.search import Searcher, SearchResponse, SearchSettings
-from ragd.staleness import SourcePolicy
-from ragd.stores import DataDir, WriterLock, WriterStores
+from ragd.indexing.chunking import Chunk, ChunkSettings
+from ragd.indexing.indexer import Indexer
+from ragd.indexing.pipeline import Pipeline
+from ragd.indexing.report import IndexReport
+from ragd.search.fusion import reciprocal_rank_fusion
+from ragd.search.searcher import Searcher, SearchResponse, SearchSettings
+from ragd.search.staleness import SourcePolicy
+from ragd.sources.folders import FolderSource
+from ragd.stores.data_dir import DataDir, WriterLock, WriterStores
 
 __version__ = "0.1.0"
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import FASTAPI_DOCS, write_config
+from tests.conftest import FASTAPI_DOCS, REPO, write_config
 
 TUTORIAL = FASTAPI_DOCS / "docs" / "en" / "docs" / "tutorial"
 
@@ -93,16 +93,19 @@ class Served:
         )
         self.log_path = workdir / f"serve-{self.port}.log"
         self.env = dict(os.environ, HF_HUB_OFFLINE="1", RAGD_LOG_FORMAT="json", **(env or {}))
+        self.fault: str | None = None  # a crash plan (tests/integration/crashing_ragd.py)
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> Served:
         """Start the process (does not wait)."""
         self.log = self.log_path.open("ab")
+        entry = ["ragd"] if self.fault is None else ["tests.integration.crashing_ragd", self.fault]
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "ragd", "--config", str(self.config), "serve"],
+            [sys.executable, "-m", *entry, "--config", str(self.config), "serve"],
             stdout=self.log,
             stderr=self.log,
             env=self.env,
+            cwd=REPO,
         )
         return self
 

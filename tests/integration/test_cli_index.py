@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ragd.keywords import KeywordStore
-from ragd.manifest_reader import ManifestReader
-from ragd.vectors import VectorStore
+from ragd.stores.keywords import KeywordStore
+from ragd.stores.manifest_reader import ManifestReader
+from ragd.stores.vectors import VectorStore
 from tests.conftest import MODEL_DIR, write_config
 from tests.integration.conftest import copy_corpus, run_json, run_ragd
 

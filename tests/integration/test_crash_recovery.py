@@ -11,8 +11,8 @@ import tarfile
 import time
 from pathlib import Path
 
-from ragd.keywords import KeywordStore
-from ragd.vectors import VectorStore
+from ragd.stores.keywords import KeywordStore
+from ragd.stores.vectors import VectorStore
 from tests.conftest import SHARED, write_config
 from tests.integration.conftest import run_json
 

@@ -1,15 +1,17 @@
-"""SIGKILL at every fault point of ragd.faults, then run again: the stores equal a rebuild.
+"""SIGKILL at every fault point of ragd.indexing.faults, then run again: the stores equal a rebuild.
 
 Each case starts from the same indexed state (400 tldr pages, version 1), changes the corpus to
 version 2 (120 edited, 200 added, 30 deleted, 20 moved into a subdirectory: 390 documents to
 write, so `ragd index` flushes twice: 256 documents, then the rest with the deletions), runs the
-real `ragd index` with RAGD_FAULT set and expects it to die of SIGKILL. A normal
+real `ragd index` with a crash plan (tests/integration/crashing_ragd.py) and expects it to die
+of SIGKILL. A normal
 `ragd index --json` must then reconcile and leave the three stores exactly as a from-scratch
 index of version 2 in another data_dir: the same chunk ids in the manifest, LanceDB and Tantivy,
 no duplicates, the same chunk texts and documents, and the same top 10 from `ragd query` in
 bm25 and hybrid mode (up to Tantivy's score drift, see `_assert_same_top`).
 
-`during_compaction` has no CLI path; it runs VectorStore.optimize in a child process.
+`during_compaction` is reached once a vector table is fragmented enough to compact; a child
+process runs the writer's compaction step (`ragd.indexing.passes.settle_vectors`) on one.
 """
 
 from __future__ import annotations
@@ -34,26 +36,26 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ragd import faults
 from ragd.cli import main as cli_main
-from ragd.keywords import KeywordStore
-from ragd.manifest_reader import ManifestReader
-from ragd.vector_rows import VectorRow
-from ragd.vectors import VectorStore
-from tests.conftest import SHARED, write_config
+from ragd.indexing import faults
+from ragd.indexing.faults import NO_FAULTS, FaultPlan
+from ragd.stores.keywords import KeywordStore
+from ragd.stores.manifest_reader import ManifestReader
+from ragd.stores.vectors import VectorRow, VectorStore
+from tests.conftest import REPO, SHARED, write_config
 from tests.integration.conftest import run_json
 
 TLDR = SHARED / "corpora" / "tldr-pages.tar.gz"
 PAGES = 600  # the first 600 common pages in name order; version 1 uses 400 of them
 QUERIES = ("list files in a directory", "compress an archive", "show network interfaces")
 MODES = ("bm25", "hybrid")
-_RAGD = (sys.executable, "-m", "ragd", "--config")
+_CRASHING_RAGD = (sys.executable, "-m", "tests.integration.crashing_ragd")
 # How much a score may move between an index that replaced chunks and a fresh one. Measured
 # here: up to 1.09 (bm25) and 1.06 (hybrid), the same with or without a crash; much more would
 # mean something other than Tantivy's statistics differs.
 MAX_SCORE_DRIFT = 1.25
 
-# (RAGD_FAULT, what the stores hold when the process dies). `:2` is the second flush of the
+# (fault plan, what the stores hold when the process dies). `:2` is the second flush of the
 # run, after the first committed; it carries the deletions, which come after all visits.
 CASES = [
     ("mid_batch:2", "first flush committed, second not started"),
@@ -259,8 +261,7 @@ def test_a_kill_at_a_fault_point_is_repaired_by_the_next_run(
     config = _copy_base(setup, tmp_path)
     _move_to(tmp_path / "docs", setup.version_2)
 
-    env = {"RAGD_FAULT": fault}
-    killed = _run_with_env(config, env, "index")
+    killed = _run_crashing(config, fault, "index")
     assert killed.returncode == -signal.SIGKILL, (fault, state, killed.stderr[-2000:])
 
     report = run_json(config, "index")
@@ -276,60 +277,71 @@ def test_every_named_point_has_a_case() -> None:
     assert covered == set(faults.POINTS)
 
 
-def _run_with_env(
-    config: Path, extra: dict[str, str], *args: str
-) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, HF_HUB_OFFLINE="1", **extra)
+def _run_crashing(config: Path, fault: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, HF_HUB_OFFLINE="1")
     env.pop("RAGD_CONFIG", None)
     return subprocess.run(
-        [*_RAGD, str(config), *args],
+        [*_CRASHING_RAGD, fault, "--config", str(config), *args],
         capture_output=True,
         text=True,
         env=env,
+        cwd=REPO,
         timeout=300,
         check=False,
     )
 
 
-# -- the hook itself ----------------------------------------------------------------------------
+# -- the plan itself ----------------------------------------------------------------------------
 
 _PROBE = textwrap.dedent(
     """
-    from ragd.faults import POINTS, fault_point
+    import sys
+    from ragd.indexing.faults import POINTS, FaultPlan
+    plan = FaultPlan.parse(sys.argv[1])
     for round in (1, 2, 3):
         for name in POINTS:
-            fault_point(name)
+            plan.reached(name)
         print(round, flush=True)
     """
 )
 
 
-def _probe(fault: str | None) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    env.pop("RAGD_FAULT", None)
-    if fault is not None:
-        env["RAGD_FAULT"] = fault
+def _probe(fault: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-c", _PROBE], capture_output=True, text=True, env=env, check=False
+        [sys.executable, "-c", _PROBE, fault], capture_output=True, text=True, check=False
     )
 
 
-def test_fault_points_are_a_no_op_when_ragd_fault_is_unset() -> None:
-    assert "RAGD_FAULT" not in os.environ  # else this whole test run would be crashing
+def test_without_a_plan_every_fault_point_is_a_no_op() -> None:
     for _ in range(3):
         for name in faults.POINTS:
-            faults.fault_point(name)  # still alive
-    result = _probe(None)
-    assert (result.returncode, result.stdout.split()) == (0, ["1", "2", "3"])
+            NO_FAULTS.reached(name)  # still alive
+        NO_FAULTS.parsing(faults.POISON)
 
 
-def test_a_count_picks_the_nth_arrival_and_a_typo_fails_loudly() -> None:
+def test_a_count_picks_the_nth_arrival() -> None:
     second = _probe("after_lancedb:2")
     assert (second.returncode, second.stdout.split()) == (-signal.SIGKILL, ["1"])
     first = _probe("after_lancedb")
     assert (first.returncode, first.stdout) == (-signal.SIGKILL, "")
-    typo = _probe("after_lance")
-    assert typo.returncode == 1 and "RAGD_FAULT='after_lance'" in typo.stderr
+
+
+@pytest.mark.parametrize("spec", ["after_lance", "after_lancedb:0", "after_lancedb:x"])
+def test_a_misspelt_plan_is_refused_before_anything_runs(spec: str) -> None:
+    with pytest.raises(ValueError, match="fault"):
+        FaultPlan.parse(spec)
+
+
+def test_a_worker_process_counts_its_own_arrivals() -> None:
+    import pickle
+
+    plan = FaultPlan("mid_batch", 2)
+    plan.reached("mid_batch")  # the first arrival here
+
+    copy = pickle.loads(pickle.dumps(plan))
+
+    assert repr(copy) == "FaultPlan('mid_batch', 2)"
+    assert copy._arrivals == 0  # a new process starts counting anew
 
 
 # -- during_compaction --------------------------------------------------------------------------
@@ -341,11 +353,14 @@ _COMPACT = textwrap.dedent(
     import sys, warnings
     from datetime import timedelta
     from pathlib import Path
-    from ragd.vectors import VectorStore
+    from ragd.indexing.faults import FaultPlan
+    from ragd.indexing.passes import settle_vectors
+    from ragd.stores.vectors import VectorStore
     warnings.simplefilter("ignore")  # LanceDB warns about cleanup_older_than=0
     store = VectorStore.open(Path(sys.argv[1]), int(sys.argv[2]))
+    plan = FaultPlan.parse(sys.argv[3]) if len(sys.argv) > 3 else FaultPlan()
     print("ready", flush=True)
-    store.optimize(timedelta(0))
+    settle_vectors(store, timedelta(0), plan)
     print("done", flush=True)
     """
 )
@@ -380,16 +395,11 @@ def _assert_intact(directory: Path, expected: frozenset[str]) -> None:
 
 
 def _compact(directory: Path, fault: str | None) -> subprocess.Popen[str]:
-    env = dict(os.environ)
-    env.pop("RAGD_FAULT", None)
-    if fault is not None:
-        env["RAGD_FAULT"] = fault
     return subprocess.Popen(
-        [sys.executable, "-c", _COMPACT, str(directory), str(DIM)],
+        [sys.executable, "-c", _COMPACT, str(directory), str(DIM), *([fault] if fault else [])],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=env,
     )
 
 

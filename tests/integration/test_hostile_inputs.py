@@ -32,12 +32,12 @@ from typing import Any
 
 import pytest
 
-from ragd.chunking import ChunkSettings
 from ragd.errors import DocumentError
-from ragd.folders import FileContent, FolderSource
-from ragd.indexer import Indexer
-from ragd.pipeline import Pipeline
-from ragd.stores import DataDir, WriterStores
+from ragd.indexing.chunking import ChunkSettings
+from ragd.indexing.indexer import Indexer
+from ragd.indexing.pipeline import Pipeline
+from ragd.sources.folders import FileContent, FolderSource
+from ragd.stores.data_dir import DataDir, WriterStores
 from tests.conftest import FASTAPI_DOCS, FakeEmbedder, write_config
 from tests.integration.conftest import _AS_ORDINARY_READER, run_json, run_ragd
 from tests.integration.daemon import Served

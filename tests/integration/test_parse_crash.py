@@ -1,9 +1,10 @@
 """A file whose parse kills the process: one crash, then it is failed and never parsed again.
 
-A native parser crash is simulated by ragd.faults' `poisoned_parse`: with RAGD_FAULT set,
+A native parser crash is simulated by ragd.indexing.faults' `poisoned_parse`: with that plan,
 whichever process parses a document holding `faults.POISON` dies of SIGKILL there, every
-time it meets one, as a segfault in markdown-it.rs would. The real `ragd index` runs with
-the fault armed throughout, so a second parse of the poison would kill it again.
+time it meets one, as a segfault in markdown-it.rs would. The real command line runs with
+the plan throughout (tests/integration/crashing_ragd.py), so a second parse of the poison
+would kill it again.
 """
 
 from __future__ import annotations
@@ -16,18 +17,21 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ragd import faults
-from ragd.manifest_reader import ManifestReader
-from ragd.parse_guard import CRASHED
-from tests.conftest import write_config
+from ragd.indexing import faults
+from ragd.indexing.parse_guard import CRASHED
+from ragd.stores.manifest_reader import ManifestReader
+from tests.conftest import REPO, write_config
 from tests.integration.conftest import run_json
 
 
 def index_poisoned(config: Path) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, HF_HUB_OFFLINE="1", RAGD_FAULT="poisoned_parse")
+    env = dict(os.environ, HF_HUB_OFFLINE="1")
     env.pop("RAGD_CONFIG", None)
-    command = [sys.executable, "-m", "ragd", "--config", str(config), "index", "--json"]
-    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
+    command = [
+        *(sys.executable, "-m", "tests.integration.crashing_ragd", "poisoned_parse"),
+        *("--config", str(config), "index", "--json"),
+    ]
+    return subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
 
 
 def report_of(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
@@ -93,7 +97,7 @@ def test_a_poisoned_file_parses_again_once_it_changes(tmp_path: Path) -> None:
 
 
 def test_a_file_that_kills_index_workers_is_failed_without_a_crash(tmp_path: Path) -> None:
-    # 600 files: the pass prepares them on worker processes (ragd.preparing). The poison
+    # 600 files: the pass prepares them on worker processes (ragd.indexing.preparing). The poison
     # kills a worker, then the worker it is tried alone on; it is failed, the rest indexed.
     corpus = tmp_path / "docs"
     write_pages(corpus, 600)

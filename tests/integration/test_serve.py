@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ragd.manifest_reader import ManifestReader
+from ragd.stores.manifest_reader import ManifestReader
 from tests.integration.daemon import Served, small_root, wait_until
 
 

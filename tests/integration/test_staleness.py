@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from ragd.app import Runtime
 from ragd.config import load_config
-from ragd.entries import EntryUpdate
-from ragd.jobs import JobQueue
+from ragd.indexing.entries import EntryUpdate
+from ragd.service.runtime import Runtime
+from ragd.stores.jobs import JobQueue
 from tests.conftest import MODEL_DIR, write_config
 from tests.integration.conftest import run_json, run_ragd
 

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from ragd.faults import POISON
-from ragd.parse_guard import CRASHED
-from ragd.webhooks import sign_standard_webhooks
+from ragd.indexing.faults import POISON
+from ragd.indexing.parse_guard import CRASHED
+from ragd.sources.webhooks import sign_standard_webhooks
 from tests.integration.daemon import Served, wait_until
 
 SECRET = b"test-secret-for-ragd-webhooks"
@@ -294,9 +294,9 @@ def test_the_openapi_description_is_served(served: Served) -> None:
 def test_an_entry_whose_parse_kills_the_daemon_is_failed_after_the_restart(
     tmp_path: Path, cms: FakeCms
 ) -> None:
-    # ragd.faults' poisoned_parse stands for a native parser crash on this entry's content.
+    # ragd.indexing.faults' poisoned_parse stands for a native parser crash on this entry's content.
     daemon = _daemon(tmp_path, cms)
-    daemon.env["RAGD_FAULT"] = "poisoned_parse"
+    daemon.fault = "poisoned_parse"
     poison = {"event": "upsert", "id": "poison", "content": f"# P\n\n{POISON.decode()}\n"}
     daemon.start().wait_ready()
     daemon.wait_scanned()

@@ -1,0 +1,17 @@
+"""Adapters: one module per third-party library of the core, using its public API only.
+
+The rest of ragd talks to these libraries only through them (import-linter checks it):
+
+- `lancedb`: the chunk vector table (one event loop thread per process runs every call);
+  `arrow`: the Arrow data handed to and read from it (pyarrow);
+- `tantivy`: the BM25 index, its schema, writer and term-query searches;
+- `model2vec`: loading the static model and encoding texts; `tokenizers`: tokenizing by
+  table, one of its fast paths;
+- `watchdog`: inotify events under the watched roots;
+- `pathspec`: gitignore-style include and exclude patterns.
+
+A fast path lives inside its adapter, gives exactly what the public path gives (a test
+compares them on real corpora), and is used only on the library versions it was tested
+with. Shell libraries (click, starlette, uvicorn, apscheduler, structlog, prometheus_client)
+each live in the one module of `ragd.cli` or `ragd.service` that uses them.
+"""

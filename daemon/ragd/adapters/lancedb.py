@@ -1,0 +1,374 @@
+"""LanceDB behind one adapter: ragd's table of chunk vectors, through lancedb's public async API.
+
+Owns everything ragd says to LanceDB: the process's connection session (with bounded
+caches), opening and creating the `chunks` table (chunk_id, doc_id, vector), its writes,
+scans, vector searches, index and version housekeeping, and turning LanceDB's failures
+into `StoreError`. What a row means and when to index or compact is `ragd.stores.vectors`.
+
+Every call runs on one event loop thread of this process. lancedb's synchronous API runs
+the same coroutines on a loop of its own, but a vector search hands over to it several
+times (schema reads, one per result batch); as one coroutine it is one hand-over, and
+the caller can do other work while it runs (`VectorTable.start_nearest`).
+
+lancedb is imported on first use (~1 s of pure-Python import): a run that changes nothing
+never pays for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Collection, Coroutine, Iterator
+from concurrent.futures import Future
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import timedelta
+from importlib.metadata import version
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from ragd.adapters.arrow import (
+    ChunkIdsByRow,
+    RowIdArray,
+    column_values,
+    vector_batch,
+    vector_dim,
+    vector_schema,
+)
+from ragd.errors import StoreError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from lancedb.table import AsyncTable
+
+T = TypeVar("T")
+TABLE = "chunks"
+# LanceDB's caches of table metadata and index pages, shared by every handle in a process.
+# Its defaults are GiBs: in a 10-minute soak each committed version added ~0.35 MiB that
+# was never given back; bounded, RSS levels off. The index cache holds an IVF_SQ index of
+# ~1M rows.
+METADATA_CACHE_BYTES = 64 << 20
+INDEX_CACHE_BYTES = 256 << 20
+# LanceDB surfaces I/O, commit-conflict and predicate failures as these types.
+_LANCE_ERRORS = (OSError, RuntimeError, ValueError)
+# Holding chunk ids by row id leans on how Lance numbers rows: a row keeps its id, an id is
+# never reused, and a row written later (added, an upsert's new copy, a compaction's
+# rewrite) gets an id above every earlier one. tests/test_lancedb_adapter.py checks it
+# through appends, upserts, deletes and compaction on these lancedb versions (inclusive);
+# on any other, searches read the chunk_id column instead.
+ROW_IDS_TESTED = ((0, 38), (0, 40))
+
+
+class _Runtime:
+    """lancedb, imported, with the session and the event loop every call of this process uses."""
+
+    def __init__(self) -> None:
+        import lancedb
+
+        self.lancedb = lancedb
+        self.session = lancedb.Session(
+            index_cache_size_bytes=INDEX_CACHE_BYTES, metadata_cache_size_bytes=METADATA_CACHE_BYTES
+        )
+        self.loop = asyncio.new_event_loop()
+        threading.Thread(target=self.loop.run_forever, name="ragd-lancedb", daemon=True).start()
+
+    def submit(self, coroutine: Coroutine[Any, Any, T]) -> Future[T]:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+
+    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        future = self.submit(coroutine)
+        try:
+            return future.result()
+        except BaseException:
+            future.cancel()
+            raise
+
+
+_runtime: _Runtime | None = None
+_runtime_lock = threading.Lock()
+
+
+def runtime() -> _Runtime:
+    """The process's LanceDB runtime, started (and lancedb imported) on first use."""
+    global _runtime  # one per process, created on first use, never at import
+    with _runtime_lock:
+        if _runtime is None:
+            _runtime = _Runtime()
+        return _runtime
+
+
+def start_in_background() -> None:
+    """Import lancedb on a thread, for a caller about to wait anyway (a big pass waits
+    for its workers' first documents about as long as the import takes)."""
+    threading.Thread(target=runtime, name="import-lancedb", daemon=True).start()
+
+
+def row_ids_supported(lancedb_version: str) -> bool:
+    """Whether holding chunk ids by row id was tested on this lancedb version."""
+    try:
+        major, minor = (int(part) for part in lancedb_version.split(".")[:2])
+    except ValueError:
+        return False
+    low, high = ROW_IDS_TESTED
+    return low <= (major, minor) <= high
+
+
+@contextmanager
+def lance_errors(action: str, directory: Path) -> Iterator[None]:
+    """Turn LanceDB's failures into one StoreError naming the action and the directory."""
+    try:
+        yield
+    except _LANCE_ERRORS as exc:
+        raise StoreError(f"cannot {action} the LanceDB store at {directory}: {exc}") from exc
+
+
+def sql_string(value: str) -> str:
+    """Quote `value` as a SQL string literal for a LanceDB filter (a `'` is doubled)."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+def sql_in(column: str, values: Collection[str]) -> str:
+    """A `column IN ('a', 'b', ...)` filter with every value quoted by `sql_string`."""
+    return f"{column} IN ({', '.join(sql_string(v) for v in values)})"
+
+
+@dataclass(frozen=True, slots=True)
+class IvfSqIndex:
+    """An IVF_SQ vector index: `partitions` clusters, k-means trained on `sample_rate` rows
+    per partition."""
+
+    partitions: int
+    sample_rate: int
+
+
+def open_vector_table(directory: Path, *, create_dim: int | None = None) -> VectorTable | None:
+    """The chunk table under `directory`. With `create_dim`, the directory and table are
+    created if missing; without, a missing one is None (and nothing is created).
+
+    StoreError if the table exists with columns other than ragd's.
+    """
+    # lancedb.connect creates a missing directory, so check before connecting.
+    if create_dim is None and not directory.is_dir():
+        return None
+    lance = runtime()
+
+    async def open_table() -> AsyncTable | None:
+        db = await lance.lancedb.connect_async(directory, session=lance.session)
+        # Asked by name rather than by catching open_table's error, which would also hide
+        # a damaged table behind "empty".
+        table: AsyncTable
+        if TABLE in (await db.list_tables()).tables:
+            table = await db.open_table(TABLE)
+        elif create_dim is None:
+            return None
+        else:
+            table = await db.create_table(TABLE, schema=vector_schema(create_dim))
+        return table
+
+    with lance_errors("open", directory):
+        if create_dim is not None:
+            directory.mkdir(parents=True, exist_ok=True)
+        table = lance.run(open_table())
+        if table is None:
+            return None
+        schema = lance.run(table.schema())
+    dim = vector_dim(schema)
+    if dim is None:
+        raise StoreError(
+            f"the LanceDB table {TABLE!r} in {directory} is not ragd's (columns "
+            f"{sorted(schema.names)}, expected chunk_id, doc_id and a float32 vector)",
+            hint=f"delete {directory} and re-index",
+        )
+    return VectorTable(lance, table, directory, dim)
+
+
+class VectorTable:
+    """An open chunk table: its writes, reads and housekeeping, each one LanceDB call."""
+
+    def __init__(self, lance: _Runtime, table: AsyncTable, directory: Path, dim: int) -> None:
+        self._lance = lance
+        self._lance_table = table
+        self._directory = directory
+        self.dim = dim
+        self._ids: ChunkIdsByRow | None = None  # held by long-lived readers only
+
+    def _run(self, action: str, coroutine: Coroutine[Any, Any, T]) -> T:
+        with lance_errors(action, self._directory):
+            return self._lance.run(coroutine)
+
+    # -- writes ----------------------------------------------------------------------------
+
+    def add(
+        self, chunk_ids: list[str], doc_ids: list[str], matrix: npt.NDArray[np.float32]
+    ) -> None:
+        """Append rows in one commit."""
+        self._run("write to", self._lance_table.add(vector_batch(chunk_ids, doc_ids, matrix)))
+
+    def upsert(
+        self,
+        chunk_ids: list[str],
+        doc_ids: list[str],
+        matrix: npt.NDArray[np.float32],
+        *,
+        delete_others_where: str,
+    ) -> None:
+        """Upsert rows by chunk_id and delete every other row matching the filter, in one commit."""
+        data = vector_batch(chunk_ids, doc_ids, matrix)
+        merge = (
+            self._lance_table.merge_insert("chunk_id")
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .when_not_matched_by_source_delete(delete_others_where)
+        )
+        self._run("write to", merge.execute(data))
+
+    def delete(self, where: str) -> None:
+        """Delete the rows matching a filter, in one commit."""
+        self._run("delete from", self._lance_table.delete(where))
+
+    # -- reads -----------------------------------------------------------------------------
+
+    def column(self, name: str) -> list[Any]:
+        """Every row's value of one column."""
+        found = self._run("read", self._lance_table.query().select([name]).to_arrow())
+        return column_values(found, name)
+
+    def count(self) -> int:
+        """The number of rows."""
+        return int(self._run("read", self._lance_table.count_rows()))
+
+    def start_nearest(
+        self, query: npt.NDArray[np.float32], limit: int
+    ) -> Callable[[], list[tuple[str, float]]]:
+        """Start finding the `limit` rows nearest to `query` by cosine distance; the returned
+        function waits for them as (chunk_id, cosine similarity), best first.
+
+        Rows with no cosine similarity (zero vectors) are left out. "_distance" is selected
+        explicitly (that silences a deprecation warning per query); the metric is explicit
+        because the default is L2.
+        """
+        search = self._lance_table.query().nearest_to(query).distance_type("cosine").limit(limit)
+        by_row_id = self._ids is not None
+        if by_row_id:
+            search = search.select(["_distance"]).with_row_id()
+        else:
+            search = search.select(["chunk_id", "_distance"])
+        with lance_errors("search", self._directory):
+            future = self._lance.submit(search.to_arrow())
+
+        def result() -> list[tuple[str, float]]:
+            with lance_errors("search", self._directory):
+                try:
+                    found = future.result()
+                except BaseException:
+                    future.cancel()
+                    raise
+            distances = found["_distance"].to_pylist()
+            if by_row_id:
+                ids = self._chunk_ids_of(found["_rowid"].to_numpy())
+            else:
+                ids = found["chunk_id"].to_pylist()
+            return [
+                (str(chunk_id), 1.0 - float(distance))
+                for chunk_id, distance in zip(ids, distances, strict=True)
+                if chunk_id is not None and distance is not None and np.isfinite(distance)
+            ]
+
+        return result
+
+    # -- chunk ids held by row id (a fast path for long-lived readers) ---------------------
+
+    def hold_chunk_ids(self) -> bool:
+        """Read every row's chunk id now, and newer rows' when a search finds one, so that
+        searches need not read the chunk_id column; False (nothing held) on a lancedb
+        version this was not tested with."""
+        if not row_ids_supported(version("lancedb")):
+            return False
+        self._ids = ChunkIdsByRow.empty()
+        self._read_newer_chunk_ids()
+        return True
+
+    def _row_id_scan(self, above: int | None) -> pa.Table:
+        scan = self._lance_table.query().with_row_id().select(["chunk_id"])
+        if above is not None:
+            scan = scan.where(f"_rowid > {int(above)}")  # pruned by row id: a commit's rows
+        return self._run("read", scan.to_arrow())
+
+    def _chunk_ids_of(self, rows: RowIdArray) -> list[str | None]:
+        assert self._ids is not None
+        ids = self._ids.chunk_ids(rows)
+        if None in ids:  # rows written since the ids were read: a few ms after a commit
+            self._read_newer_chunk_ids()
+            ids = self._ids.chunk_ids(rows)
+        if None in ids:  # below the highest held: not how Lance numbers rows; read all
+            self._ids = ChunkIdsByRow.from_arrow(self._row_id_scan(None))
+            ids = self._ids.chunk_ids(rows)
+        return ids
+
+    def _read_newer_chunk_ids(self) -> None:
+        """Bring the held chunk ids up to the table's version: the rows above the highest
+        held, or every row again once stale ones (rewritten by compaction) would outnumber
+        live ones."""
+        held = self._ids
+        if held is None:
+            return
+        newer = ChunkIdsByRow.from_arrow(self._row_id_scan(held.highest))
+        if len(held) + len(newer) <= 2 * self.count():
+            held.extend(newer)
+        else:
+            self._ids = ChunkIdsByRow.from_arrow(self._row_id_scan(None))
+
+    # -- versions, indices, housekeeping ---------------------------------------------------
+
+    def refresh(self) -> None:
+        """Move to the latest commit (a handle otherwise stays on the version it opened)."""
+        self._run("refresh", self._lance_table.checkout_latest())  # type: ignore[no-untyped-call]
+
+    def version_count(self) -> int:
+        """How many table versions are kept on disk (each commit adds one until cleanup)."""
+        return len(self._run("read", self._lance_table.list_versions()))  # type: ignore[no-untyped-call]
+
+    def has_index(self, column: str) -> bool:
+        """Whether `column` has an index."""
+        indices = self._run("read", self._lance_table.list_indices())
+        return any(index.columns == [column] for index in indices)
+
+    def create_index(self, column: str, index: IvfSqIndex) -> None:
+        """Build (or rebuild) an IVF_SQ cosine index on a vector column."""
+        from lancedb.index import IvfSq
+
+        config = IvfSq(
+            distance_type="cosine", num_partitions=index.partitions, sample_rate=index.sample_rate
+        )
+        # lancedb's annotation of `config` omits IvfSq; its own check at run time lists it.
+        self._run("index", self._lance_table.create_index(column, config=config))  # type: ignore[arg-type]
+
+    def field_metadata(self, column: str) -> dict[str, str]:
+        """The metadata recorded on a column."""
+        schema = self._run("read", self._lance_table.schema())
+        raw = schema.field(column).metadata or {}
+        return {key.decode(): value.decode() for key, value in raw.items()}
+
+    def set_field_metadata(self, column: str, metadata: dict[str, str]) -> None:
+        """Record metadata on a column (one commit)."""
+        update = {"path": column, "metadata": metadata}
+        self._run("index", self._lance_table.update_field_metadata(update))
+
+    def small_fragments(self) -> int:
+        """How many data files are below LanceDB's target size (each commit adds one)."""
+        stats: Any = self._run("read", self._lance_table.stats())
+        fragments = stats["fragment_stats"] if isinstance(stats, dict) else stats.fragment_stats
+        small = (
+            fragments["num_small_fragments"]
+            if isinstance(fragments, dict)
+            else fragments.num_small_fragments
+        )
+        return int(small)
+
+    def optimize(self, cleanup_older_than: timedelta) -> None:
+        """Compact files, fold new rows into the indices, drop versions older than the age."""
+        optimize = self._lance_table.optimize(cleanup_older_than=cleanup_older_than)
+        self._run("optimize", optimize)

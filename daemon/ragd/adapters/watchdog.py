@@ -1,0 +1,148 @@
+"""watchdog behind one adapter: inotify events under some roots, as plain values.
+
+Owns watchdog's observer (started once, one recursive watch per root, symlinks not
+followed), the narrowed event mask, turning watchdog's events into `FsEvent`s, and noticing
+that the kernel's event queue overflowed. Debouncing and what a path means is
+`ragd.sources.watcher`.
+
+watchdog tells event handlers nothing of an overflow (IN_Q_OVERFLOW): it logs a warning
+and rebuilds its watches. That log record, matched by the message watchdog 7 writes, is
+the only signal there is, so a handler on watchdog's logger counts it; were the message
+ever to change, a lost event would still be covered by the scheduled rescan.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
+from watchdog.observers import Observer
+from watchdog.observers.api import BaseObserver
+
+OVERFLOW_LOGGER = "watchdog.observers.inotify_c"
+OVERFLOW_MESSAGE = "Inotify queue overflowed"
+
+# watchdog narrows the inotify mask to what these need. FileModifiedEvent is left out on
+# purpose: it adds IN_MODIFY (one event per write() call) and IN_ATTRIB, which is what
+# overflows the queue on bulk copies, while every ordinary writer that changes content
+# ends with a close (IN_CLOSE_WRITE = FileClosedEvent) or a rename (FileMovedEvent).
+# Writes that never close (mmap, a file held open) or truncate-by-path are left to rescans.
+EVENT_FILTER: list[type[FileSystemEvent]] = [
+    FileCreatedEvent,
+    FileClosedEvent,
+    FileMovedEvent,
+    FileDeletedEvent,
+    DirCreatedEvent,
+    DirMovedEvent,
+    DirDeletedEvent,
+]
+_WANTED = tuple(EVENT_FILTER)
+
+
+@dataclass(frozen=True, slots=True)
+class FsEvent:
+    """A change under a watched root: the paths it touches (both ends of a move: the
+    source is gone, the destination is new content), whether they are directories, and
+    whether it is a directory's deletion (a root's own, possibly)."""
+
+    paths: tuple[str, ...]
+    is_dir: bool
+    dir_deleted: bool = False
+
+
+class _Handler(FileSystemEventHandler):
+    """Forwards the wanted events; the observer thread must not linger here."""
+
+    def __init__(self, forward: Callable[[FsEvent], None]) -> None:
+        self._forward = forward
+
+    def dispatch(self, event: FileSystemEvent) -> None:
+        if not isinstance(event, _WANTED):
+            return  # e.g. DirModifiedEvent: its children's own events carry the news
+        moved = isinstance(event, FileMovedEvent | DirMovedEvent)
+        raw = (event.src_path, event.dest_path) if moved else (event.src_path,)
+        paths = tuple(os.fsdecode(path) for path in raw)
+        self._forward(FsEvent(paths, event.is_directory, isinstance(event, DirDeletedEvent)))
+
+
+class _OverflowLogHandler(logging.Handler):
+    """Counts watchdog's overflow warnings."""
+
+    def __init__(self, on_overflow: Callable[[], None]) -> None:
+        super().__init__(level=logging.WARNING)
+        self._on_overflow = on_overflow
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if str(record.msg).startswith(OVERFLOW_MESSAGE):
+            self._on_overflow()
+
+
+class TreeWatch:
+    """An inotify observer over some roots. `on_event` and `on_overflow` run on watchdog's
+    thread: they must be quick (the kernel queue fills while they run)."""
+
+    def __init__(
+        self, on_event: Callable[[FsEvent], None], on_overflow: Callable[[], None]
+    ) -> None:
+        self._handler = _Handler(on_event)
+        self._log_handler = _OverflowLogHandler(on_overflow)
+        self._observer: BaseObserver | None = None
+        self._saved_level: int | None = None
+
+    def start(self) -> None:
+        """Start the observer; OSError (EMFILE: no inotify instance left) if it cannot."""
+        logger = logging.getLogger(OVERFLOW_LOGGER)
+        # The record must be created at all: if WARNING is filtered above (root logger at
+        # ERROR, or "watchdog" silenced), lower this one logger while we listen.
+        if logger.getEffectiveLevel() > logging.WARNING:
+            self._saved_level = logger.level
+            logger.setLevel(logging.WARNING)
+        logger.addHandler(self._log_handler)
+        observer = Observer()
+        try:
+            observer.start()
+        except OSError:
+            self._detach()
+            raise
+        self._observer = observer
+
+    def watch(self, root: str) -> None:
+        """Watch `root` recursively; OSError (ENOSPC: the watch limit; a missing root) if
+        it cannot. Scheduled after `start`, the watch is created right here."""
+        if self._observer is None:
+            raise OSError("the observer is not running")
+        self._observer.schedule(
+            self._handler, root, recursive=True, event_filter=EVENT_FILTER, follow_symlink=False
+        )
+
+    def is_alive(self) -> bool:
+        """Whether the observer thread runs."""
+        return self._observer is not None and self._observer.is_alive()
+
+    def stop(self, timeout: float) -> None:
+        """Stop the observer and wait up to `timeout` seconds for its thread."""
+        observer, self._observer = self._observer, None
+        if observer is not None:
+            observer.stop()
+            observer.join(timeout)
+        self._detach()
+
+    def _detach(self) -> None:
+        logger = logging.getLogger(OVERFLOW_LOGGER)
+        logger.removeHandler(self._log_handler)
+        if self._saved_level is not None:
+            logger.setLevel(self._saved_level)
+            self._saved_level = None

@@ -1,0 +1,288 @@
+"""The `ragd` command line: a thin shell over the core.
+
+Owns argument parsing, JSON output (the text people read is `ragd.cli.text`), and the
+one place where errors become one-line messages and exit codes: 0 success, 1 runtime failure,
+2 usage or configuration error (including a refused query).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ragd.cli.daemon_client import ask_daemon, status_url
+from ragd.cli.text import Progress, eval_text, index_summary, query_text, status_text
+from ragd.config import Config, load_config, resolve_config_path
+from ragd.errors import ConfigError, LockedError, RagdError, UsageError
+from ragd.indexing.faults import NO_FAULTS, FaultPlan
+from ragd.search.evaluation import check_gold_paths, evaluate, load_gold
+from ragd.search.searcher import MODES, Mode
+from ragd.search.status import verdict
+from ragd.service.logs import configure_logging
+from ragd.service.runtime import Runtime
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+
+
+def _exit_code(error: RagdError) -> int:
+    return EXIT_USAGE if isinstance(error, ConfigError | UsageError | LockedError) else EXIT_FAILURE
+
+
+class _State:
+    def __init__(self, config_path: str | None, faults: FaultPlan) -> None:
+        self.config_path = config_path
+        self.faults = faults
+        self._config: Config | None = None
+
+    def runtime(self) -> Runtime:
+        if self._config is None:
+            self._config = load_config(resolve_config_path(self.config_path, os.environ))
+        return Runtime.from_config(self._config, faults=self.faults)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.option(
+    "--config",
+    "config_path",
+    metavar="PATH",
+    help="Configuration file. Default: $RAGD_CONFIG, else ./config.toml.",
+)
+@click.option("--debug", is_flag=True, help="Show tracebacks for unexpected errors.")
+@click.pass_context
+def cli(ctx: click.Context, config_path: str | None, debug: bool) -> None:
+    """ragd keeps a hybrid (BM25 + vector) retrieval index in step with your documents.
+
+    \b
+    ragd index              bring the index in step with the sources (incremental)
+    ragd query "text"       search it; hits carry indexed_at and stale flags
+    ragd status             what is indexed, failed, stale; whether the stores agree
+    ragd eval GOLD.jsonl    measure retrieval (recall@k, MRR, nDCG, abstention)
+    ragd serve              the daemon: watch, re-index on change, answer over HTTP
+    """
+    faults = ctx.obj if isinstance(ctx.obj, FaultPlan) else NO_FAULTS  # given by main()
+    ctx.obj = _State(config_path, faults)
+
+
+@cli.command()
+@click.option(
+    "--full",
+    is_flag=True,
+    help="Re-read every file and rewrite every document (stored embeddings are still re-used).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary on stdout.")
+@click.pass_obj
+def index(state: _State, full: bool, as_json: bool) -> int:
+    """Run one synchronous indexing pass over all configured sources.
+
+    Only what changed is re-chunked and re-embedded. Exits 0 when the pass completes,
+    even if some documents failed (they are reported); 1 when it could not complete.
+    """
+    runtime = state.runtime()
+    progress = Progress(sys.stderr)
+    with runtime.indexer() as indexer:
+        report = indexer.run(full=full, progress=progress)
+    progress.finish()
+    if as_json:
+        click.echo(json.dumps(report.to_json(), indent=2))
+    else:
+        click.echo(index_summary(report))
+    for skipped in report.skipped:
+        click.echo(f"ragd: warning: skipped {skipped}", err=True)
+    for error in report.errors:
+        click.echo(f"ragd: error: {error}", err=True)
+    return EXIT_FAILURE if report.errors else EXIT_OK
+
+
+@cli.command()
+@click.argument("text")
+@click.option(
+    "-k",
+    "k",
+    type=click.IntRange(1, 1000),
+    default=None,
+    help="How many results (default: search.k).",
+)
+@click.option(
+    "--mode",
+    type=click.Choice(MODES),
+    default=None,
+    help="Retriever: hybrid (BM25 + vector, RRF), bm25 or vector. Default: search.mode.",
+)
+@click.option("--exclude-stale", is_flag=True, help="Drop hits whose source may have changed.")
+@click.option(
+    "--expand",
+    is_flag=True,
+    help="Give each hit its whole section as context (bounded), for an LLM prompt.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.pass_obj
+def query(
+    state: _State,
+    text: str,
+    k: int | None,
+    mode: Mode | None,
+    exclude_stale: bool,
+    expand: bool,
+    as_json: bool,
+) -> int:
+    """Search the index for TEXT."""
+    runtime = state.runtime()
+    with runtime.readers() as stores:
+        response = runtime.searcher(*stores).search(
+            text,
+            k=k,
+            mode=mode or runtime.config.search.mode,
+            exclude_stale=exclude_stale,
+            expand=expand,
+        )
+    if as_json:
+        click.echo(json.dumps(response.to_json(), indent=2, ensure_ascii=False))
+    else:
+        click.echo(query_text(response))
+    return EXIT_OK
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the full report as JSON.")
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Print one line; exit 1 if anything is stale or failed or the stores disagree.",
+)
+@click.option(
+    "--stale",
+    "list_stale",
+    is_flag=True,
+    help="List the stale documents: path, reasons, indexed_at.",
+)
+@click.pass_obj
+def status(state: _State, as_json: bool, check: bool, list_stale: bool) -> int:
+    """Report documents, chunks, failures and staleness per source, and store agreement.
+
+    Works with or without a running daemon. When `ragd serve` runs for this data
+    directory (at http.listen), its report is shown, with a daemon section: uptime, queue,
+    watcher health, next scheduled jobs, LanceDB versions. Otherwise the stores are read
+    directly.
+    """
+    report = _status_report(state.runtime())
+    code, line = verdict(report)
+    if as_json:
+        click.echo(json.dumps(report, indent=2, ensure_ascii=False))
+    elif check:
+        click.echo(line)
+    elif list_stale:
+        for source in report["sources"]:
+            for doc in source["stale_documents"]:
+                reasons = ",".join(doc["reasons"])
+                click.echo(
+                    f"{source['name']}:{doc['path']}\t{reasons}\t{doc['indexed_at'] or 'never'}"
+                )
+    else:
+        click.echo(status_text(report))
+    return code if check else EXIT_OK
+
+
+def _status_report(runtime: Runtime) -> dict[str, Any]:
+    http = runtime.config.http
+    answer = ask_daemon(status_url(http.host, http.port), runtime.data_dir.root)
+    if answer.note:
+        click.echo(f"ragd: note: {answer.note}; reading the stores instead", err=True)
+    if answer.report is not None:
+        return answer.report
+    return runtime.status().to_json()
+
+
+@cli.command(name="eval")
+@click.argument("gold", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "-k", "k", type=click.IntRange(1, 100), default=10, show_default=True, help="Results per query."
+)
+@click.option("--mode", type=click.Choice([*MODES, "all"]), default="all", show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the full report as JSON.")
+@click.pass_obj
+def eval_command(state: _State, gold: Path, k: int, mode: str, as_json: bool) -> int:
+    """Measure retrieval on a gold set (JSONL): recall@1/5/10, MRR@10, nDCG@10, abstention.
+
+    Indexes nothing; refuses to run if a gold path is not in the index.
+    """
+    runtime = state.runtime()
+    questions = load_gold(gold)
+    modes: list[Mode] = list(MODES) if mode == "all" else [mode]  # type: ignore[list-item]
+    kinds = sorted({q.kind for q in questions if q.gold})
+    with runtime.readers() as stores:
+        check_gold_paths(questions, {d.key for d in stores[0].documents()})
+        searcher = runtime.searcher(*stores)
+        reports = [evaluate(searcher, questions, m, k) for m in modes]
+    if as_json:
+        body = {"gold": str(gold), "k": k, "modes": {r.mode: r.to_json(kinds) for r in reports}}
+        click.echo(json.dumps(body, indent=2, ensure_ascii=False))
+    else:
+        click.echo(eval_text(reports, kinds))
+    return EXIT_OK
+
+
+@cli.command()
+@click.pass_obj
+def serve(state: _State) -> int:
+    """Run the daemon: watch the sources, keep the index current, serve HTTP.
+
+    \b
+    Start-up queues a full scan (changes made while it was down are picked up, and an
+    unclean stop is reconciled). Then file changes are indexed as they happen, a full
+    rescan runs every schedule.rescan_interval, and the HTTP API answers on [http] listen:
+      GET /healthz, POST /v1/query, GET /v1/status
+    SIGTERM or SIGINT stops gracefully; a second signal exits at once. Logs go to stderr,
+    JSON lines unless stderr is a terminal (see daemon.log_format).
+    """
+    # uvicorn, apscheduler and watchdog: only the daemon needs them.
+    from ragd.service.daemon import Daemon
+
+    runtime = state.runtime()
+    configure_logging(runtime.config.daemon.log_format, runtime.config.daemon.log_level)
+    with Daemon(runtime) as daemon:
+        return daemon.serve()
+
+
+# -- the one place errors become exit codes ------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None, *, faults: FaultPlan = NO_FAULTS) -> int:
+    """Entry point of the `ragd` console script; returns the exit code. `faults` is a
+    test's crash plan (tests/integration/crashing_ragd.py); the console script has none."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        result = cli.main(args=args, prog_name="ragd", standalone_mode=False, obj=faults)
+    except click.exceptions.Abort:
+        click.echo("ragd: interrupted", err=True)
+        return 130
+    except click.ClickException as exc:
+        exc.show()
+        return EXIT_USAGE
+    except RagdError as exc:
+        click.echo(f"ragd: error: {exc}", err=True)
+        return _exit_code(exc)
+    except Exception as exc:
+        if "--debug" in args:
+            raise
+        first_line = (str(exc).splitlines() or [""])[0]
+        click.echo(
+            f"ragd: internal error: {type(exc).__name__}: {first_line} "
+            "(run with --debug for the traceback)",
+            err=True,
+        )
+        return EXIT_FAILURE
+    return result if isinstance(result, int) else EXIT_OK
+
+
+def run() -> None:
+    """Console-script wrapper: exit with main()'s code."""
+    sys.exit(main())
+
+
+__all__ = ["cli", "main", "run"]

@@ -1,0 +1,168 @@
+"""What the `ragd` command line prints for people: progress, and the plain-text form of
+each command's report.
+
+`ragd.cli` parses arguments, runs the core and prints these (or JSON with --json); this
+module only formats. Progress is a bar on a terminal and a line every few seconds
+elsewhere (logs, systemd).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, TextIO
+
+import click
+
+from ragd.indexing.report import IndexReport
+from ragd.search.evaluation import ModeReport
+from ragd.search.searcher import SearchResponse
+
+
+class Progress:
+    """A progress bar on a terminal; a line every few seconds otherwise (logs, systemd)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.tty = stream.isatty()
+        self._bar: Any = None
+        self._last = time.monotonic()
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.tty:
+            if self._bar is None:
+                self._bar = click.progressbar(length=total, label="indexing", file=self.stream)
+                self._bar.__enter__()
+            self._bar.update(done - self._bar.pos)
+        elif time.monotonic() - self._last >= 5:
+            self._last = time.monotonic()
+            click.echo(f"ragd: indexed {done}/{total} files", file=self.stream)
+
+    def finish(self) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(None, None, None)
+
+
+def index_summary(report: IndexReport) -> str:
+    return (
+        f"documents: {report.added} added, {report.changed} changed, "
+        f"{report.unchanged} unchanged, {report.deleted} deleted, {report.failed} failed\n"
+        f"chunks:    {report.embedded} embedded, {report.reused} re-used, "
+        f"{report.chunks_deleted} deleted\n"
+        f"took {report.seconds:.2f}s"
+        + (" (after reconciling the stores)" if report.reconciled else "")
+    )
+
+
+def query_text(response: SearchResponse) -> str:
+    if not response.hits:
+        return f"no results for {response.query!r}"
+    lines: list[str] = []
+    for hit in response.hits:
+        doc, chunk = hit.document, hit.chunk
+        where = " › ".join(chunk.heading_path) or doc.title
+        flag = f"  [STALE: {', '.join(hit.stale_reasons)}]" if hit.stale_reasons else ""
+        lines.append(f"{hit.rank:>2}. {where}{flag}")
+        lines.append(
+            f"    {doc.source}:{doc.key}  score {hit.score:.4f}  "
+            f"bm25 #{hit.bm25_rank or '-'}  vector #{hit.vector_rank or '-'}"
+        )
+        if hit.context is not None:  # asked for: the whole section, as an LLM would get it
+            lines.extend(f"    {line}" for line in hit.context.splitlines())
+            continue
+        snippet = " ".join(chunk.text.split())
+        lines.append(f"    {snippet[:200]}{'…' if len(snippet) > 200 else ''}")
+    if response.excluded_stale:
+        lines.append(f"({response.excluded_stale} stale hits excluded)")
+    return "\n".join(lines)
+
+
+def eval_text(reports: list[ModeReport], kinds: list[str]) -> str:
+    columns = ("recall@1", "recall@5", "recall@10", "mrr@10", "ndcg@10")
+    lines = [f"{'mode':8} {'kind':11} {'n':>3} " + " ".join(f"{c:>9}" for c in columns)]
+    for report in reports:
+        for kind in [None, *kinds]:
+            m = report.metrics(kind)
+            lines.append(
+                f"{report.mode:8} {kind or 'all':11} {m['questions']:>3} "
+                + " ".join(f"{m[c]:>9.3f}" for c in columns)
+            )
+        a = report.abstention()
+        lines.append(
+            f"{report.mode:8} abstained on {a['abstained']:.0%} of {a['negatives']} negatives, "
+            f"wrongly on {report.metrics()['wrongly_abstained']:.0%} of answerable; "
+            f"{len(report.misses())} answerable not ranked first"
+        )
+        for miss in report.misses():
+            ranks = ", ".join(
+                f"{name} {rank or '-'}"
+                for name, rank in {report.mode: miss["rank"], **miss["retriever_ranks"]}.items()
+            )
+            lines.append(f"  miss {miss['id']} ({ranks}): {miss['query']}")
+            lines.append(f"       gold {'; '.join(miss['gold'])}")
+    return "\n".join(lines)
+
+
+def status_text(report: dict[str, Any]) -> str:
+    sources = report["sources"]
+    header = ("SOURCE", "DOCS", "CHUNKS", "FAILED", "STALE", "LAST INDEXED")
+    rows = [header] + [
+        (
+            s["name"],
+            str(s["documents"]),
+            str(s["chunks"]),
+            str(s["failed"]),
+            str(s["stale"]),
+            s["last_indexed_at"] or "never",
+        )
+        for s in sources
+    ]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    for s in sources:
+        for doc in s["failed_documents"]:
+            lines.append(f"failed  {s['name']}:{doc['path']}: {doc['error']}")
+        for path in s["empty_documents"]:
+            lines.append(f"empty   {s['name']}:{path}: no text to index")
+        for reason, count in s["stale_by_reason"].items():
+            lines.append(f"stale   {s['name']}: {count} documents ({reason})")
+    lines.append(
+        f"last full scan: {report['last_full_scan_at'] or 'never'}; queued jobs: "
+        f"{report['queue_depth']} (index lag {report['index_lag_seconds']:.0f}s)"
+    )
+    stores = report["stores"]
+    lines.append(
+        f"stores: {'agree' if stores['agree'] else 'DISAGREE'} "
+        f"(manifest {stores['manifest_chunks']}, "
+        f"lancedb {stores['lancedb_chunks']}, tantivy {stores['tantivy_chunks']} chunks)"
+    )
+    if daemon := report.get("daemon"):
+        lines.extend(_daemon_text(daemon))
+    return "\n".join(lines)
+
+
+def _daemon_text(daemon: dict[str, Any]) -> list[str]:
+    watcher = daemon["watcher"]
+    unwatched = watcher.get("unwatched_roots") or []
+    next_jobs = ", ".join(f"{job} {at}" for job, at in sorted(daemon["next_jobs"].items()))
+    return [
+        f"daemon: pid {daemon['pid']}, {daemon['state']}, "
+        f"up {_duration(daemon['uptime_seconds'])}, queue {daemon['queue_depth']}, "
+        f"lancedb versions {daemon['lancedb_versions']}",
+        f"watcher: {'watching' if watcher['watching'] else 'NOT WATCHING'}, "
+        f"{watcher['overflows']} overflows"
+        + (f", unwatched: {', '.join(unwatched)}" if unwatched else ""),
+        f"next jobs: {next_jobs or 'none'}",
+    ]
+
+
+def _duration(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    days, hours = divmod(hours, 24)
+    return (
+        f"{days}d{hours}h"
+        if days
+        else f"{hours}h{minutes:02d}m"
+        if hours
+        else f"{minutes}m{secs:02d}s"
+    )

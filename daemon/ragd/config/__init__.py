@@ -1,0 +1,61 @@
+"""Configuration: config.toml's schema (`settings`, `sources`), how it is read and checked
+(`loading`, `values`, `durations`), and environment overrides. Shells import from here;
+the core never does."""
+
+from ragd.config.durations import format_duration
+from ragd.config.loading import (
+    CONFIG_ENV,
+    load_config,
+    parse_config,
+    parse_duration,
+    resolve_config_path,
+)
+from ragd.config.settings import (
+    DEFAULT_MODEL,
+    ChunkingConfig,
+    Config,
+    DaemonConfig,
+    EmbeddingConfig,
+    HttpConfig,
+    LogFormat,
+    LogLevel,
+    ScheduleConfig,
+    SearchConfig,
+    SearchFusion,
+    SearchMode,
+)
+from ragd.config.sources import (
+    DEFAULT_EXCLUDE,
+    DEFAULT_INCLUDE,
+    FolderSourceConfig,
+    SignatureScheme,
+    SourceConfig,
+    WebhookSourceConfig,
+)
+
+__all__ = [
+    "CONFIG_ENV",
+    "DEFAULT_EXCLUDE",
+    "DEFAULT_INCLUDE",
+    "DEFAULT_MODEL",
+    "ChunkingConfig",
+    "Config",
+    "DaemonConfig",
+    "EmbeddingConfig",
+    "FolderSourceConfig",
+    "HttpConfig",
+    "LogFormat",
+    "LogLevel",
+    "ScheduleConfig",
+    "SearchConfig",
+    "SearchFusion",
+    "SearchMode",
+    "SignatureScheme",
+    "SourceConfig",
+    "WebhookSourceConfig",
+    "format_duration",
+    "load_config",
+    "parse_config",
+    "parse_duration",
+    "resolve_config_path",
+]

@@ -1,0 +1,96 @@
+"""Crash points: named places in the write path where a test can have the process die.
+
+A `FaultPlan` names one point (and which arrival at it kills); the writer is handed the
+plan, and at that arrival the process sends itself SIGKILL: a real crash with no cleanup,
+no `finally`, no atexit, as `kill -9` or the OOM killer would do it. Production builds the
+writer with `NO_FAULTS`, whose every call returns at once; nothing here reads the
+environment. tests/integration/crashing_ragd.py runs the real command line with a plan,
+and tests/integration/test_fault_points.py checks that the next run repairs the stores.
+
+Points, in the order one flush reaches them (see `BatchWriter.flush` in ragd.indexing.batches):
+
+- `mid_batch`: the start of a flush with work in it, before embedding and before any write.
+  `mid_batch:2` dies between two flushes of one run: the first is committed, the second
+  not begun.
+- `after_intent`: the manifest committed the intent (documents pending or deleted, the
+  writer marked unclean); neither search store was written.
+- `after_lancedb`: the LanceDB commit replaced the documents' chunks; Tantivy still holds
+  the old ones and the manifest lists the old ones.
+- `after_tantivy`: both search stores hold the new chunks; the manifest still lists the
+  old. Only flushes that write the search stores reach it.
+- `before_commit`: just before the manifest commit of every non-empty flush, including
+  flushes that only record failures or unchanged-but-settled documents.
+- `during_compaction`: a compaction of the vector table was decided, before LanceDB starts.
+- `poisoned_parse`: a document holding the bytes of `POISON` is about to be parsed. It
+  stands for a parser that crashes natively on one file: it dies there in whichever process
+  parses it (arrivals are counted per process), so a worker, and then the writer, die on it
+  (ragd.indexing.parse_guard).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from typing import Any
+
+POINTS = (
+    "mid_batch",
+    "after_intent",
+    "after_lancedb",
+    "after_tantivy",
+    "before_commit",
+    "during_compaction",
+    "poisoned_parse",
+)
+POISON = b"RAGD-FAULT-POISON"
+
+
+class FaultPlan:
+    """Die at the `nth` arrival at `point`; no point means never (`NO_FAULTS`).
+
+    It travels to worker processes with the pipeline; each process counts its own arrivals.
+    """
+
+    __slots__ = ("_arrivals", "nth", "point")
+
+    def __init__(self, point: str | None = None, nth: int = 1) -> None:
+        if point is not None and point not in POINTS:
+            raise ValueError(f"unknown fault point {point!r}: expected one of {', '.join(POINTS)}")
+        if nth < 1:
+            raise ValueError(f"a fault's arrival must be 1 or more, got {nth}")
+        self.point = point
+        self.nth = nth
+        self._arrivals = 0
+
+    @classmethod
+    def parse(cls, spec: str) -> FaultPlan:
+        """A plan from `<point>` or `<point>:<n>`; ValueError naming what is wrong."""
+        name, _, count = spec.partition(":")
+        if count and not count.isdigit():
+            raise ValueError(f"fault {spec!r}: the count after ':' must be a number")
+        return cls(name, int(count) if count else 1)
+
+    def __repr__(self) -> str:
+        return f"FaultPlan({self.point!r}, {self.nth})"
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"point": self.point, "nth": self.nth}  # a new process starts counting anew
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.point, self.nth, self._arrivals = state["point"], state["nth"], 0
+
+    def reached(self, point: str) -> None:
+        """Die here with SIGKILL if this is the planned point's planned arrival."""
+        if point != self.point:
+            return
+        self._arrivals += 1  # one thread of a process reaches these points
+        if self._arrivals == self.nth:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    def parsing(self, data: bytes) -> None:
+        """The `poisoned_parse` point: reached only by a document that holds `POISON`."""
+        if self.point == "poisoned_parse" and POISON in data:
+            self.reached("poisoned_parse")
+
+
+NO_FAULTS = FaultPlan()

@@ -1,0 +1,151 @@
+"""Markdown (CommonMark plus tables, MkDocs conventions) to sections of source blocks.
+
+markdown-it-pyrs (markdown-it.rs, the Rust port of the markdown-it family) finds the
+structure: top-level headings start sections, other top-level nodes become Blocks. The
+text of every block is the original source lines the node covers, so a code fence keeps
+its ``` markers and a list keeps its bullets; nothing is re-rendered. Heading text is
+what a reader sees: the inline source with MkDocs attribute lists such as `{ #anchor }`
+removed. YAML front matter is stripped and may supply the title.
+"""
+
+from __future__ import annotations
+
+import re
+
+from markdown_it_pyrs import MarkdownIt, Node
+
+from ragd.indexing.parsers import (
+    Block,
+    ParsedDocument,
+    SectionBuilder,
+    UnsupportedDocument,
+    normalize_heading,
+)
+
+# CommonMark's block rules plus tables, and no inline rules: headings keep their raw
+# inline source anyway, and inline parsing is the slow, memory-hungry part (a 1 MB run of
+# emphasis took minutes). markdown-it-py produced the same sections for every page of
+# tldr and fastapi-docs in about three times the time.
+_PARSER = MarkdownIt("zero").enable_many(
+    ["blockquote", "code", "fence", "heading", "hr", "html_block", "lheading", "list", "paragraph"]
+)
+_PARSER.enable_many(["reference", "table"])
+# markdown-it.rs recurses once per nested list or quote and overflows the stack (SIGSEGV,
+# which no handler can catch) at 10,000-30,000 levels. Each level costs a line at least
+# one character of prefix (`>`, a list marker, or two columns of indentation), so a file
+# whose lines open with fewer than 1,000 such characters nests under 2,000 deep.
+MAX_NESTING_PREFIX = 1000
+_DEEP_NESTING = re.compile(
+    rf"^(?:[ \t>]|(?:[-*+]|\d{{1,9}}[.)])(?=[ \t]|$)){{{MAX_NESTING_PREFIX}}}", re.M
+)
+
+_CODE_NODES = frozenset({"fence", "code_block"})
+_HEADING_NODES = frozenset({"heading", "lheading"})
+# Link reference definitions render as nothing; they are not text a reader sees.
+_SKIPPED_NODES = frozenset({"definition"})
+_FRONT_MATTER_KEY = re.compile(r"[A-Za-z_][\w-]*[ \t]*:")
+_TITLE_KEY = re.compile(r"title[ \t]*:[ \t]*(.*)")
+
+
+def parse_markdown(source: str, stem: str) -> ParsedDocument:
+    """Parse Markdown into sections; the title is the first h1, front matter, or `stem`."""
+    lines = source.split("\n")
+    body_start, front_title = _front_matter(lines)
+    # Blank the front matter rather than cut it, so node positions index `lines`.
+    text = "\n" * body_start + "\n".join(lines[body_start:])
+    if _DEEP_NESTING.search(text):
+        raise UnsupportedDocument(
+            f"a line opens with {MAX_NESTING_PREFIX}+ characters of quote, list or indent"
+            " nesting; no page nests that deep"
+        )
+    try:
+        root = _PARSER.tree(text)
+    except BaseException as exc:  # a Rust panic arrives as pyo3's PanicException
+        if not isinstance(exc, Exception) and type(exc).__name__ != "PanicException":
+            raise  # KeyboardInterrupt, SystemExit
+        raise UnsupportedDocument(f"the Markdown parser failed: {exc}") from exc
+    # Node positions are byte offsets into the UTF-8 text; blocks are whole lines. Nodes
+    # come in order, so counting newlines from the previous one finds each line number.
+    data = text.encode("utf-8", "surrogatepass")
+    line, counted_to = 0, 0
+
+    builder = SectionBuilder()
+    first_h1: str | None = None
+    for node in root.children:
+        name, span = node.name, node.srcmap  # each attribute read converts from Rust
+        if span is None or name in _SKIPPED_NODES:
+            continue
+        if name in _HEADING_NODES:
+            level = int(node.meta["level"])
+            heading = builder.heading(level, heading_text(_inline_source(node, data)))
+            if level == 1 and first_h1 is None and heading:
+                first_h1 = heading
+            continue
+        start_byte, end_byte = span
+        stop = max(end_byte - 1, start_byte)
+        first = line + data.count(b"\n", counted_to, start_byte)
+        line, counted_to = first + data.count(b"\n", start_byte, stop), stop
+        block_source = "\n".join(row.rstrip() for row in lines[first : line + 1]).strip("\n")
+        builder.add(Block(block_source, is_code=name in _CODE_NODES))
+
+    title = first_h1 or front_title or normalize_heading(stem)
+    return ParsedDocument(title=title, sections=builder.sections())
+
+
+def _inline_source(heading: Node, data: bytes) -> str:
+    """A heading's inline source as written: from its first inline node to its last."""
+    spans = [child.srcmap for child in heading.children if child.srcmap is not None]
+    if not spans:
+        return ""
+    return data[spans[0][0] : spans[-1][1]].decode("utf-8", "surrogatepass")
+
+
+def heading_text(inline_source: str) -> str:
+    """A heading as a reader sees it: a trailing attribute list such as `{ #id .cls }` removed."""
+    text = inline_source.strip()
+    if not text.endswith("}"):
+        return text
+    opening = text.rfind("{")
+    if opening < 0:
+        return text
+    inner = text[opening + 1 : -1].strip()
+    if inner.startswith(":"):  # the Python-Markdown `{: #id }` spelling
+        inner = inner[1:]
+    parts = inner.split()
+    if parts and all(_is_attribute(part) for part in parts):
+        return text[:opening].rstrip()
+    return text
+
+
+def _is_attribute(part: str) -> bool:
+    # `#id`, `.class` or `key=value`; anything else means the braces are heading text.
+    if part[0] in "#." and len(part) > 1:
+        return True
+    key, equals, _ = part.partition("=")
+    return bool(equals) and bool(key) and key.replace("-", "").replace("_", "").isalnum()
+
+
+def _front_matter(lines: list[str]) -> tuple[int, str | None]:
+    """The number of leading lines that are YAML front matter, and its `title`, if any."""
+    if not lines or lines[0].rstrip() != "---":
+        return 0, None
+    title: str | None = None
+    seen_key = False
+    for number in range(1, len(lines)):
+        line = lines[number].rstrip()
+        if line in ("---", "..."):
+            return (number + 1, title) if seen_key else (0, None)
+        if not seen_key and line and not line.startswith("#"):
+            if not _FRONT_MATTER_KEY.match(line):
+                return 0, None  # a thematic break opening the text, not a YAML mapping
+            seen_key = True
+        match = _TITLE_KEY.fullmatch(line)
+        if match and title is None:
+            title = normalize_heading(_unquote(match.group(1).strip())) or None
+    return 0, None
+
+
+def _unquote(value: str) -> str:
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1].strip()
+    return value

@@ -1,0 +1,110 @@
+"""One indexing pass's bookkeeping: what it has decided so far, and finishing it.
+
+Owns the state a pass builds up and nothing that outlives it: its report, the documents
+it has decided (a watcher hint may name one twice), the unchanged ones it will confirm,
+and the BatchWriter its writes go through. `ragd.indexing.indexer` starts one per full pass,
+watcher hint or webhook batch and makes the decisions; finishing flushes the writes,
+confirms what was found unchanged and marks the stores clean.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from datetime import timedelta
+
+from ragd.indexing.batches import BatchWriter
+from ragd.indexing.faults import FaultPlan
+from ragd.indexing.pipeline import PreparedWrite
+from ragd.indexing.report import IndexReport
+from ragd.stores.records import DocumentRecord, DocumentWrite
+from ragd.stores.vectors import VectorStore
+
+
+class IndexingPass:
+    """The running state of one pass; a new one per pass."""
+
+    def __init__(
+        self,
+        batches: BatchWriter,
+        *,
+        stop: Callable[[], bool] | None,
+        cleanup_older_than: timedelta,
+    ) -> None:
+        self.started = time.monotonic()
+        self.batches = batches  # for this pass alone: it writes with this pass's checked_at
+        self.checked_at = batches.checked_at
+        self.report = IndexReport()
+        self._stop = stop
+        self._cleanup_older_than = cleanup_older_than  # LanceDB versions kept for readers
+        self._seen: set[str] = set()
+        self._confirmed: list[tuple[str, int, int]] = []
+
+    def stopping(self) -> bool:
+        """True once the pass was asked to stop; its report then says it was interrupted."""
+        if self._stop is not None and self._stop():
+            self.report.interrupted = True
+        return self.report.interrupted
+
+    def first_time(self, doc_id: str) -> bool:
+        """True the first time this pass decides a document, False after."""
+        if doc_id in self._seen:
+            return False
+        self._seen.add(doc_id)
+        return True
+
+    def count(self, kind: str) -> None:
+        """Count one more document of a kind the report counts (added, changed, failed)."""
+        setattr(self.report, kind, getattr(self.report, kind) + 1)
+
+    def unchanged(self, doc_id: str, size: int, mtime_ns: int) -> None:
+        """Count a document found unchanged and confirm it at this stat when finishing."""
+        self.report.unchanged += 1
+        self._confirmed.append((doc_id, size, mtime_ns))
+
+    def confirm(self, stats: Iterable[tuple[str, int, int]]) -> None:
+        """Confirm documents at these stats, already counted: (doc_id, size, mtime_ns)."""
+        self._confirmed.extend(stats)
+
+    def delete(self, record: DocumentRecord) -> None:
+        """Remove a document from every store, once."""
+        if not self.first_time(record.doc_id):
+            return
+        self.report.deleted += 1
+        write: PreparedWrite = DocumentWrite(
+            record.doc_id, record.source, record.key, record.uri, "deleted"
+        )
+        self.batches.add(write, record)
+
+    def finish(self) -> IndexReport:
+        """Write what is batched, confirm the unchanged, mark the stores clean; the report."""
+        self.batches.flush()
+        counts = self.batches.counts
+        self.report.embedded = counts.embedded
+        self.report.reused = counts.reused
+        self.report.chunks_deleted = counts.chunks_deleted
+        stores = self.batches.stores
+        stores.manifest.confirm_unchanged(self._confirmed, checked_at=self.checked_at)
+        self._confirmed.clear()
+        stores.manifest.mark_clean()
+        if self.batches.wrote:
+            vectors = stores.vectors(self.batches.embedder.dim)
+            settle_vectors(vectors, self._cleanup_older_than, self.batches.faults)
+        self.report.seconds = time.monotonic() - self.started
+        return self.report
+
+
+def settle_vectors(vectors: VectorStore, cleanup_older_than: timedelta, faults: FaultPlan) -> None:
+    """After writes: compact the vector table once commits left it fragmented, else build
+    its index once it is big enough."""
+    if vectors.needs_compaction():
+        compact_vectors(vectors, cleanup_older_than, faults)
+    else:
+        vectors.ensure_vector_index()
+
+
+def compact_vectors(vectors: VectorStore, cleanup_older_than: timedelta, faults: FaultPlan) -> None:
+    """Compact the vector table, keeping versions younger than `cleanup_older_than` for
+    readers; the `during_compaction` fault point comes first."""
+    faults.reached("during_compaction")
+    vectors.optimize(cleanup_older_than)

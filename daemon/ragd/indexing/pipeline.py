@@ -1,0 +1,121 @@
+"""The document pipeline: bytes in, chunks with stable ids out, under one fingerprint.
+
+Owns the pipeline fingerprint (model identity + parser and chunker versions and
+settings) and the identities derived from content: chunk ids and embedding keys. A
+document indexed under another fingerprint is re-processed; a chunk whose embedding key
+is already stored is not sent to the model again. Each chunk leaves as one
+`PreparedChunk`, the record that travels from parsing (here or in a worker) to the stores.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from ragd.indexing.chunking import CHUNKER_VERSION, ChunkSettings, chunk_document, labelled_text
+from ragd.indexing.faults import NO_FAULTS, FaultPlan
+from ragd.indexing.parsers import PARSER_VERSION, UnsupportedDocument, parse_document
+from ragd.stores.keywords import KeywordRow
+from ragd.stores.manifest_reader import ManifestReader
+from ragd.stores.records import ChunkRecord, DocumentWrite, Vector
+
+# About 20 MB of prose at the default max_chars: more is a generated file, not a document.
+MAX_CHUNKS_PER_DOCUMENT = 25_000
+
+
+def chunk_id(doc_id: str, ordinal: int, text: str) -> str:
+    """A deterministic chunk id, so replaying a write is an idempotent upsert."""
+    text_hash = hashlib.sha256(text.encode()).hexdigest()
+    return hashlib.sha256(f"{doc_id}\0{ordinal}\0{text_hash}".encode()).hexdigest()[:32]
+
+
+def embed_key(model_identity: str, embed_text: str) -> str:
+    """The cache key of an embedding: a vector depends only on the model and the text."""
+    return hashlib.sha256(f"{model_identity}\0{embed_text}".encode()).hexdigest()[:32]
+
+
+@dataclass(frozen=True)  # no slots: it crosses from the worker (see ChunkRecord)
+class PreparedChunk(ChunkRecord):
+    """A chunk on its way to the stores: its manifest row, the labelled text that is
+    embedded and BM25-indexed, and what a worker already computed for it: its vector and
+    its identifier terms (`" ".join(identifier_terms(embed_text))`)."""
+
+    embed_text: str
+    vector: Vector | None = field(default=None, compare=False)
+    identifiers: str | None = None
+
+
+PreparedWrite = DocumentWrite[PreparedChunk]
+"""A document's write as the indexer makes it: its chunks carry what the stores need."""
+
+
+@dataclass(frozen=True)  # no slots: it crosses from the worker
+class ProcessedDocument:
+    """A parsed and chunked document, before embedding."""
+
+    title: str
+    chunks: tuple[PreparedChunk, ...]
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """Parsing and chunking settings plus the model identity they are paired with.
+
+    `faults` is the crash plan of tests (ragd.indexing.faults); it is not part of the
+    recipe and never changes what is produced.
+    """
+
+    chunking: ChunkSettings
+    model_identity: str
+    faults: FaultPlan = field(default=NO_FAULTS, compare=False)
+
+    @cached_property  # asked once per document on every pass: 38k JSON dumps cost 0.4 s
+    def fingerprint(self) -> str:
+        """Changes whenever re-processing could produce different chunks or vectors."""
+        recipe = {
+            "model": self.model_identity,
+            "parser": PARSER_VERSION,
+            "chunker": CHUNKER_VERSION,
+            "max_chars": self.chunking.max_chars,
+            "overlap": self.chunking.overlap,
+        }
+        return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
+
+    def process(self, data: bytes, filename: str, doc_id: str) -> ProcessedDocument:
+        """Parse and chunk the document `doc_id`; raises parsers.UnsupportedDocument with a
+        reason."""
+        self.faults.parsing(data)
+        parsed = parse_document(data, filename)
+        chunks = chunk_document(parsed, self.chunking)
+        if len(chunks) > MAX_CHUNKS_PER_DOCUMENT:
+            # One document is embedded and written in one batch; bound what it can cost.
+            raise UnsupportedDocument(
+                f"document has {len(chunks)} chunks; the limit is {MAX_CHUNKS_PER_DOCUMENT}"
+            )
+        return ProcessedDocument(
+            parsed.title,
+            tuple(
+                PreparedChunk(
+                    chunk_id=chunk_id(doc_id, c.ordinal, c.embed_text),
+                    doc_id=doc_id,
+                    ordinal=c.ordinal,
+                    heading_path=c.heading_path,
+                    text=c.text,
+                    embed_key=embed_key(self.model_identity, c.embed_text),
+                    embed_text=c.embed_text,
+                )
+                for c in chunks
+            ),
+        )
+
+
+def manifest_keyword_rows(manifest: ManifestReader) -> Iterator[KeywordRow]:
+    """Every chunk the manifest lists, as the keyword store indexes it (for a rebuild):
+    the labelled text is rebuilt exactly as chunking made it."""
+    for document in manifest.documents():
+        for chunk in manifest.chunks_of(document.doc_id):
+            text = labelled_text(document.title, chunk.heading_path, chunk.text)
+            yield KeywordRow(chunk.chunk_id, chunk.doc_id, text)

@@ -1,0 +1,229 @@
+"""The status report: what is indexed, what failed, what is stale, whether stores agree.
+
+Owns the shape of `ragd status --json` / `GET /v1/status` and the one-line verdict of
+`ragd status --check`. Reads only: it works beside a running writer.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from ragd.search.staleness import SourcePolicy, stale_reasons
+from ragd.stores.agreement import Agreement, compare_ids
+from ragd.stores.keywords import KeywordStore
+from ragd.stores.manifest_reader import ManifestReader
+from ragd.stores.records import DocumentRecord, format_time, parse_time
+from ragd.stores.vectors import VectorStore
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    """A configured source as the report names it."""
+
+    name: str
+    type: str
+    location: str
+    policy: SourcePolicy
+
+
+@dataclass(frozen=True)
+class SourceStatus:
+    """One source's line of the report."""
+
+    name: str
+    info: SourceInfo | None
+    documents: int
+    indexed: int
+    pending: int
+    chunks: int
+    stale: int
+    stale_by_reason: dict[str, int]
+    last_indexed_at: str | None
+    median_indexed_at: str | None
+    oldest_indexed_at: str | None
+    failed_documents: list[tuple[str, str]]
+    empty_documents: list[str]
+    stale_documents: list[tuple[str, list[str], str | None]]  # path, reasons, indexed_at
+    pending_jobs: int
+
+    def to_json(self) -> dict[str, object]:
+        """The source object of the status contract."""
+        return {
+            "name": self.name,
+            "type": self.info.type if self.info else None,
+            "location": self.info.location if self.info else None,
+            "configured": self.info is not None,
+            "documents": self.documents,
+            "indexed": self.indexed,
+            "pending": self.pending,
+            "chunks": self.chunks,
+            "failed": len(self.failed_documents),
+            "stale": self.stale,
+            "stale_by_reason": self.stale_by_reason,
+            "empty": len(self.empty_documents),
+            "pending_jobs": self.pending_jobs,
+            "last_indexed_at": self.last_indexed_at,
+            "median_indexed_at": self.median_indexed_at,
+            "oldest_indexed_at": self.oldest_indexed_at,
+            "failed_documents": [{"path": p, "error": e} for p, e in self.failed_documents],
+            "empty_documents": self.empty_documents,
+            "stale_documents": [
+                {"path": p, "reasons": r, "indexed_at": t} for p, r, t in self.stale_documents
+            ],
+        }
+
+
+@dataclass(frozen=True)
+class StatusReport:
+    """The whole report."""
+
+    generated_at: str
+    fingerprint: str
+    agreement: Agreement
+    sources: list[SourceStatus]
+    last_full_scan_at: str | None
+    queue_depth: int
+    index_lag_seconds: float
+
+    @property
+    def documents(self) -> int:
+        return sum(s.documents for s in self.sources)
+
+    @property
+    def stale(self) -> int:
+        return sum(s.stale for s in self.sources)
+
+    @property
+    def failed(self) -> int:
+        return sum(len(s.failed_documents) for s in self.sources)
+
+    def to_json(self) -> dict[str, object]:
+        """The object of `ragd status --json` and `GET /v1/status`."""
+        return {
+            "generated_at": self.generated_at,
+            "fingerprint": self.fingerprint,
+            "stores_agree": self.agreement.agree,
+            "stores": self.agreement.to_json(),
+            "last_full_scan_at": self.last_full_scan_at,
+            "queue_depth": self.queue_depth,
+            "index_lag_seconds": round(self.index_lag_seconds, 3),
+            "documents": self.documents,
+            "stale": self.stale,
+            "failed": self.failed,
+            "sources": [s.to_json() for s in self.sources],
+        }
+
+    def verdict(self) -> tuple[int, str]:
+        """Exit code and one-line summary for monitors (Nagios style)."""
+        return verdict(self.to_json())
+
+
+def verdict(report: Mapping[str, Any]) -> tuple[int, str]:
+    """Exit code and one-line summary of a report's JSON (local or from a daemon)."""
+    agree = bool(report["stores_agree"])
+    stale, failed = int(report["stale"]), int(report["failed"])
+    summary = (
+        f"{report['documents']} documents, {stale} stale, {failed} failed, "
+        f"stores {'agree' if agree else 'DISAGREE'}"
+    )
+    if stale or failed or not agree:
+        return 1, f"RAGD CRITICAL - {summary}"
+    return 0, f"RAGD OK - {summary}"
+
+
+def build_status(
+    manifest: ManifestReader,
+    vectors: VectorStore,
+    keywords: KeywordStore,
+    *,
+    sources: Sequence[SourceInfo],
+    fingerprint: str,
+) -> StatusReport:
+    """Build the report from read-only store handles.
+
+    The manifest's chunk ids are read before and after the search stores', so a chunk
+    a running writer committed or removed in between is in flight, not a disagreement.
+    """
+    now = datetime.now(UTC)
+    listed_before = manifest.chunk_ids()
+    by_source: dict[str, list[DocumentRecord]] = {}
+    for doc in manifest.documents():
+        by_source.setdefault(doc.source, []).append(doc)
+    configured: Mapping[str, SourceInfo] = {s.name: s for s in sources}
+    names = [s.name for s in sources] + sorted(set(by_source) - set(configured))
+    pending = manifest.pending_doc_ids()
+    jobs, oldest_job = manifest.queued_jobs()
+    source_reports = [
+        _source_status(
+            name,
+            configured.get(name),
+            by_source.get(name, []),
+            fingerprint,
+            now,
+            pending,
+            jobs.get(name, 0),
+        )
+        for name in names
+    ]
+    in_tantivy, in_lance = keywords.chunk_ids(), vectors.chunk_ids()
+    agreement = compare_ids(listed_before, in_lance, in_tantivy, listed_after=manifest.chunk_ids())
+    return StatusReport(
+        generated_at=format_time(now),
+        fingerprint=fingerprint,
+        agreement=agreement,
+        sources=source_reports,
+        last_full_scan_at=manifest.last_full_scan_at(),
+        queue_depth=sum(jobs.values()),
+        index_lag_seconds=(now - parse_time(oldest_job)).total_seconds() if oldest_job else 0.0,
+    )
+
+
+def _source_status(
+    name: str,
+    info: SourceInfo | None,
+    docs: list[DocumentRecord],
+    fingerprint: str,
+    now: datetime,
+    pending: set[str],
+    pending_jobs: int,
+) -> SourceStatus:
+    live = [d for d in docs if d.status != "deleted"]
+    reasons: Counter[str] = Counter()
+    stale_documents: list[tuple[str, list[str], str | None]] = []
+    for doc in live:
+        if doc.status == "failed":
+            continue
+        found = stale_reasons(
+            doc,
+            policy=info.policy if info else None,
+            fingerprint=fingerprint,
+            now=now,
+            pending=doc.doc_id in pending,
+            verify_content=False,
+        )
+        reasons.update(found)
+        if found:
+            stale_documents.append((doc.key, found, doc.indexed_at))
+    indexed_times = sorted(d.indexed_at for d in live if d.indexed_at)
+    indexed = [d for d in live if d.status == "indexed"]
+    return SourceStatus(
+        name=name,
+        info=info,
+        documents=len(live),
+        indexed=len(indexed),
+        pending=sum(1 for d in live if d.status == "pending"),
+        chunks=sum(d.chunk_count for d in live),
+        stale=len(stale_documents),
+        stale_by_reason=dict(sorted(reasons.items())),
+        last_indexed_at=indexed_times[-1] if indexed_times else None,
+        median_indexed_at=indexed_times[len(indexed_times) // 2] if indexed_times else None,
+        oldest_indexed_at=indexed_times[0] if indexed_times else None,
+        failed_documents=[(d.key, d.error or "") for d in live if d.status == "failed"],
+        empty_documents=[d.key for d in indexed if d.chunk_count == 0],
+        stale_documents=stale_documents,
+        pending_jobs=pending_jobs,
+    )

@@ -1,0 +1,186 @@
+"""What the HTTP API of `ragd serve` answers from: queries, status, webhooks and metrics.
+
+Owns the daemon's read side: long-lived read-only store handles for queries (refreshed
+after each commit), the status report with the daemon's own section, the webhook intake
+hand-off, and the scrape-time snapshot behind /metrics. It implements the `Backend` of
+`ragd.service.http_api` over the parts the lifecycle (`ragd.service.daemon`) builds.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from ragd.search.searcher import Mode, Searcher, SearchResponse
+from ragd.search.status import StatusReport
+from ragd.service.logs import get_logger
+from ragd.service.metrics import Metrics, Snapshot
+from ragd.service.runtime import Runtime
+from ragd.service.scheduler import Scheduler
+from ragd.service.webhook_intake import WebhookIntake
+from ragd.service.writer import Writer
+from ragd.sources.watcher import Watcher
+from ragd.stores.jobs import JobQueue
+from ragd.stores.keywords import KeywordStore
+from ragd.stores.manifest_reader import ManifestReader
+from ragd.stores.records import parse_time
+from ragd.stores.vectors import VectorStore
+
+log = get_logger("ragd.service")
+
+# A status read that disagrees while the writer is busy is retried this often, this far apart.
+STATUS_RECHECKS = 3
+STATUS_RECHECK_PAUSE = 0.25
+
+
+class Readers:
+    """Long-lived read-only store handles for queries; refreshed after each commit."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        paths = runtime.data_dir
+        self.manifest = ManifestReader.open(paths.manifest)
+        self.vectors = VectorStore.open_readonly(paths.lancedb, ids_in_memory=True)
+        self.keywords = KeywordStore.open_readonly(paths.tantivy)
+        self.searcher: Searcher = runtime.searcher(self.manifest, self.vectors, self.keywords)
+        self.lock = threading.Lock()
+        self._seen = 0
+        self._generation = 0
+
+    def committed(self) -> None:
+        """The writer committed: the next query refreshes the handles first."""
+        self._generation += 1
+
+    def search(
+        self, query: str, k: int | None, mode: Mode, exclude_stale: bool, expand: bool
+    ) -> SearchResponse:
+        """Run one query (queries are serialised: they share one SQLite connection)."""
+        with self.lock:
+            if self._seen != self._generation:
+                self._seen = self._generation
+                self.vectors.refresh()
+                self.keywords.refresh()
+            return self.searcher.search(
+                query, k=k, mode=mode, exclude_stale=exclude_stale, expand=expand
+            )
+
+    def close(self) -> None:
+        """Close the manifest connection."""
+        self.manifest.close()
+
+
+@dataclass
+class ServiceBackend:
+    """The HTTP API's backend over the running daemon's parts."""
+
+    runtime: Runtime
+    readers: Readers
+    queue: JobQueue
+    writer: Writer
+    watcher: Watcher
+    scheduler: Scheduler
+    webhooks: WebhookIntake
+    state: Callable[[], str]
+    started: float
+
+    def __post_init__(self) -> None:
+        self.metrics = Metrics(self._snapshot)
+
+    @property
+    def max_body_bytes(self) -> int:
+        return self.runtime.config.http.max_body_bytes
+
+    def search(
+        self, query: str, k: int | None, mode: str | None, exclude_stale: bool, expand: bool
+    ) -> Any:
+        chosen: Mode = mode or self.runtime.config.search.mode  # type: ignore[assignment]
+        started = time.perf_counter()
+        result = self.readers.search(query, k, chosen, exclude_stale, expand).to_json()
+        self.metrics.query_seconds.labels(mode=chosen).observe(time.perf_counter() - started)
+        return result
+
+    def status(self) -> dict[str, object]:
+        # The daemon's counters first: the report, read after them, then holds at least
+        # everything they count ("scan finished, queue empty" means the stores show it).
+        daemon = {
+            "state": self.state(),
+            "pid": os.getpid(),
+            "data_dir": str(self.runtime.data_dir.root.resolve()),
+            "uptime_seconds": round(time.monotonic() - self.started, 1),
+            "queue_depth": self.queue.depth(),
+            "watcher": self.watcher.health().__dict__,
+            "writer": self.writer.stats.to_json(),
+            "lancedb_versions": self.readers.vectors.version_count(),
+            "next_jobs": self.scheduler.next_runs(),
+        }
+        report = self._settled_status().to_json()
+        report["daemon"] = daemon
+        return report
+
+    def _settled_status(self) -> StatusReport:
+        """The report; a disagreement seen while the writer works is checked again.
+
+        The three stores are read one after another, so a batch written between the reads
+        can look like a disagreement. A real one (a crash's leftovers, a broken store) is
+        still there after the writer has moved on, and is reported.
+        """
+        report = self.runtime.status()
+        for _ in range(STATUS_RECHECKS):
+            if report.agreement.agree or not self.writer.stats.busy:
+                break
+            time.sleep(STATUS_RECHECK_PAUSE)
+            report = self.runtime.status()
+        return report
+
+    def health(self) -> dict[str, object]:
+        watcher = self.watcher.health()
+        return {
+            "status": self.state(),
+            "writer_alive": self.writer.is_alive(),
+            "degraded": bool(watcher.unwatched_roots) or not self.writer.is_alive(),
+        }
+
+    def has_webhook_source(self, source: str) -> bool:
+        return self.webhooks.knows(source)
+
+    def webhook(
+        self, source: str, headers: Mapping[str, str], body: bytes
+    ) -> tuple[int, dict[str, Any]]:
+        """Authenticate, validate and durably queue one delivery; (status, JSON body)."""
+        outcome, answer = self.webhooks.accept(self.queue, source, headers, body)
+        if outcome in ("queued", "duplicate"):
+            self.writer.wake.set()
+        self.metrics.webhook_deliveries.labels(source=source, outcome=outcome).inc()
+        log.info(
+            "webhook_delivery",
+            source=source,
+            outcome=outcome,
+            status=answer[0],
+            delivery_id=answer[1].get("delivery_id"),
+        )
+        return answer
+
+    def note_webhook(self, source: str, outcome: str) -> None:
+        self.metrics.webhook_deliveries.labels(source=source, outcome=outcome).inc()
+        log.info("webhook_delivery", source=source, outcome=outcome)
+
+    def metrics_text(self) -> bytes:
+        return self.metrics.render()
+
+    def _snapshot(self) -> Snapshot:
+        oldest = self.queue.oldest_enqueued_at()
+        lag = (datetime.now(UTC) - parse_time(oldest)).total_seconds() if oldest else 0.0
+        with self.readers.lock:
+            per_source = self.readers.manifest.source_counts()
+        return Snapshot(
+            per_source=per_source,
+            queue_depth=self.queue.depth(),
+            index_lag_seconds=max(lag, 0.0),
+            chunks_embedded=self.writer.stats.chunks_embedded,
+            chunks_reused=self.writer.stats.chunks_reused,
+            watch_overflows=self.watcher.health().overflows,
+        )

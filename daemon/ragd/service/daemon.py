@@ -1,0 +1,203 @@
+"""`ragd serve`: the long-running daemon and its lifecycle.
+
+Owns building the daemon (all of it, in `Daemon.__init__`, releasing what was taken if a
+step fails), start-up order, the wait for a stop, and shutdown. Building takes the data_dir
+lock, opens the stores, loads the model and binds the HTTP socket, so a busy port or a bad
+secret fails before anything is indexed. Serving starts watching (before the scan, so
+nothing changed during it is missed), queues a full scan (it also covers any rescan missed
+while the daemon was down, and the first pass reconciles a crash), starts the HTTP server,
+the writer thread and the scheduler, then tells systemd READY=1. The first SIGTERM/SIGINT
+stops gracefully (the writer finishes its current document and commits); a second one
+exits at once (`ragd.service.stopping`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+from types import TracebackType
+
+from ragd.indexing.indexer import Indexer
+from ragd.indexing.passes import compact_vectors
+from ragd.service.backend import Readers, ServiceBackend
+from ragd.service.http_api import create_app
+from ragd.service.http_server import HttpServer
+from ragd.service.logs import get_logger
+from ragd.service.notify import Notifier
+from ragd.service.runtime import Runtime
+from ragd.service.scheduler import Scheduler
+from ragd.service.stopping import StopSignal
+from ragd.service.webhook_intake import WebhookIntake
+from ragd.service.writer import Writer, WriterStats
+from ragd.sources.watcher import Change, Watcher
+from ragd.stores.data_dir import WriterLock, WriterStores
+from ragd.stores.jobs import JobKind, JobQueue
+from ragd.stores.records import format_time
+
+log = get_logger("ragd.service")
+
+# Seconds a graceful stop waits for the writer and the HTTP server before giving up.
+STOP_TIMEOUT = 8.0
+
+
+class Daemon:
+    """Everything `ragd serve` runs, built from a Runtime; use as a context manager."""
+
+    def __init__(self, runtime: Runtime, notifier: Notifier | None = None) -> None:
+        self.runtime = runtime
+        config = runtime.config
+        self.notifier = notifier or Notifier()
+        self.stop = threading.Event()
+        self.state = "starting"
+        self.started = time.monotonic()
+        self._resources = contextlib.ExitStack()
+        try:
+            self.stopping = StopSignal()
+            self._resources.callback(self.stopping.close)
+            self._resources.enter_context(self.stopping.installed())
+            self.webhooks = WebhookIntake(config.sources)  # reads the secrets, once
+            lock = WriterLock(runtime.data_dir.lock)
+            lock.acquire()
+            self._resources.callback(lock.release)
+            self.stores = self._open_stores()
+            self.queue = JobQueue.beside(self.stores.manifest)
+            self._resources.callback(self.queue.close)
+            self.readers = Readers(runtime)
+            self._resources.callback(self.readers.close)
+            stats = WriterStats()
+            indexer = Indexer(
+                self.stores,
+                runtime.folders,
+                runtime.pipeline,
+                runtime.embedder,
+                stop=self.stop.is_set,
+                on_event=stats.on_document,
+                cleanup_older_than=config.schedule.cleanup_older_than,
+            )
+            self.writer = Writer(
+                indexer,
+                self.queue,
+                self.notifier,
+                self.stop,
+                stats=stats,
+                compact=self._compact,
+                on_commit=self.readers.committed,
+                on_exit=self.stopping.wake,
+                fetchers=self.webhooks.fetchers,
+            )
+            self.watcher = Watcher(runtime.folders, self._on_changes, self._on_overflow)
+            self.scheduler = Scheduler(config.schedule, self._enqueue)
+            backend = ServiceBackend(
+                runtime,
+                self.readers,
+                self.queue,
+                self.writer,
+                self.watcher,
+                self.scheduler,
+                self.webhooks,
+                state=lambda: self.state,
+                started=self.started,
+            )
+            http = config.http
+            self.http = HttpServer(create_app(backend), http.host, http.port, listen=http.listen)
+            self._resources.callback(self.http.close)
+        except BaseException:
+            self._resources.close()
+            raise
+
+    def _open_stores(self) -> WriterStores:
+        stores = self.runtime.writer_stores()
+        self._resources.callback(stores.close)
+        # Open both search stores now, so readers find them, and load the model (an empty
+        # call embeds nothing) before READY=1 rather than on the first change.
+        stores.vectors(self.runtime.embedder.dim)
+        stores.keywords()
+        self.runtime.embedder.embed([])
+        return stores
+
+    def __enter__(self) -> Daemon:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self._resources.close()
+
+    def serve(self) -> int:
+        """Run until told to stop; returns the exit code."""
+        self.watcher.start()
+        self.queue.enqueue("scan")
+        self.http.start()
+        self.writer.start()
+        self.scheduler.start()
+        self.state = "ok"
+        self.notifier.ready()
+        log.info(
+            "serving",
+            listen=self.runtime.config.http.listen,
+            sources=len(self.runtime.folders),
+            pid=os.getpid(),
+        )
+        try:
+            while not self._should_stop():
+                self.stopping.wait()
+        finally:
+            self._shutdown()
+        return 0
+
+    def _should_stop(self) -> bool:
+        """A stop signal, a stop from another thread, or a dead writer."""
+        if self.stopping.signalled:
+            self.stop.set()
+        elif not self.stop.is_set() and not self.writer.is_alive():
+            log.error("writer_died")
+            self.stop.set()
+        return self.stop.is_set()
+
+    def _shutdown(self) -> None:
+        self.state = "stopping"
+        self.notifier.stopping()
+        log.info("stopping")
+        deadline = time.monotonic() + STOP_TIMEOUT
+        self.scheduler.stop()
+        self.http.begin_stop()
+        self.watcher.stop()  # flushes pending changes into the durable queue
+        self.writer.wake.set()
+        self.writer.join(max(0.1, deadline - time.monotonic()))
+        self.http.join(max(0.1, deadline - time.monotonic()))
+        log.info("stopped", writer_finished=not self.writer.is_alive())
+
+    # -- what the threads call -----------------------------------------------------------
+
+    def _compact(self) -> None:
+        """The writer's `compact` job: LanceDB housekeeping, then the manifest's."""
+        compact_vectors(
+            self.stores.vectors(self.runtime.embedder.dim),
+            self.runtime.config.schedule.cleanup_older_than,
+            self.runtime.pipeline.faults,
+        )
+        # Watch events and webhooks never run a full pass, which is what prunes the vector
+        # cache; without this the manifest would grow with every edit.
+        pruned = self.stores.manifest.prune_vectors()
+        vacuumed = self.stores.manifest.reclaim_space()
+        log.info("manifest_compacted", vectors_pruned=pruned, vacuumed=vacuumed)
+        # Senders retry for about three days; older delivery ids can no longer repeat.
+        self.queue.forget_deliveries(format_time(datetime.now(UTC) - timedelta(days=4)))
+
+    def _on_changes(self, changes: list[Change]) -> None:
+        self.queue.enqueue_many(("tree" if c.is_dir else "path", c.source, c.key) for c in changes)
+        self.writer.wake.set()
+
+    def _on_overflow(self) -> None:
+        log.warning("watch_events_lost", action="full rescan queued")
+        self._enqueue("scan")
+
+    def _enqueue(self, kind: JobKind) -> None:
+        self.queue.enqueue(kind)
+        self.writer.wake.set()

@@ -1,0 +1,211 @@
+"""The HTTP API of `ragd serve` (Starlette): routes, body limits, JSON errors.
+
+Owns request parsing and response shapes only; what a query or the status report does
+is the backend's business (see `ragd.service.daemon`). Every error is a JSON object
+`{"error": "..."}` with a 4xx/5xx code; nothing a client sends can raise past here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from ragd.errors import RagdError, UsageError
+from ragd.search.searcher import MODES
+from ragd.service.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+
+OPENAPI = Path(__file__).with_name("openapi.json")
+
+
+class Backend(Protocol):
+    """What the HTTP layer needs from the daemon."""
+
+    @property
+    def max_body_bytes(self) -> int:
+        """Largest request body accepted."""
+        ...
+
+    def search(
+        self, query: str, k: int | None, mode: str | None, exclude_stale: bool, expand: bool
+    ) -> Any:
+        """Run a query; returns the query contract's JSON object."""
+        ...
+
+    def status(self) -> dict[str, object]:
+        """The status report's JSON object, with a daemon section."""
+        ...
+
+    def health(self) -> dict[str, object]:
+        """Liveness and readiness: {"status": "ok" | "starting" | "stopping", ...}."""
+        ...
+
+    def has_webhook_source(self, source: str) -> bool:
+        """True when `source` is a configured webhook source."""
+        ...
+
+    def webhook(
+        self, source: str, headers: Mapping[str, str], body: bytes
+    ) -> tuple[int, dict[str, Any]]:
+        """Handle one delivery; returns (HTTP status, JSON body)."""
+        ...
+
+    def note_webhook(self, source: str, outcome: str) -> None:
+        """Count a delivery refused before it reached `webhook` (e.g. too large)."""
+        ...
+
+    def metrics_text(self) -> bytes:
+        """The Prometheus text exposition."""
+        ...
+
+
+# How far past the body limit a declared body is still read (and dropped) before the 413.
+DRAIN_FACTOR = 4
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status)
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The request body, refused with 413 once it is known to exceed `limit`.
+
+    A body declared too big but within `DRAIN_FACTOR` times the limit is read and
+    dropped first: answering while the client still sends makes the server close a
+    connection with unread data, and the client sees a reset (a broken pipe) instead of
+    the 413. Anything bigger is refused at once.
+    """
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        if not declared.isdigit():
+            raise HTTPException(400, "invalid Content-Length")
+        if int(declared) > limit:
+            if int(declared) <= DRAIN_FACTOR * limit:
+                async for _ in request.stream():
+                    pass
+            raise HTTPException(413, f"body is {declared} bytes; the limit is {limit}")
+    body = bytearray()
+    async for piece in request.stream():
+        body += piece
+        if len(body) > limit:
+            raise HTTPException(413, f"body exceeds the limit of {limit} bytes")
+    return bytes(body)
+
+
+def _json_object(body: bytes) -> Mapping[str, Any]:
+    try:
+        value = json.loads(body.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise HTTPException(400, "body is not valid UTF-8") from None
+    except (json.JSONDecodeError, RecursionError):
+        raise HTTPException(400, "body is not valid JSON") from None
+    if not isinstance(value, dict):
+        raise HTTPException(400, "body must be a JSON object")
+    return value
+
+
+def _query_args(payload: Mapping[str, Any]) -> tuple[str, int | None, str | None, bool, bool]:
+    unknown = set(payload) - {"query", "k", "mode", "exclude_stale", "expand"}
+    if unknown:
+        raise HTTPException(400, f"unknown field(s): {', '.join(sorted(unknown))}")
+    query = payload.get("query")
+    if not isinstance(query, str):
+        raise HTTPException(400, "'query' must be a string")
+    k = payload.get("k")
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 1000):
+        raise HTTPException(400, "'k' must be an integer from 1 to 1000")
+    mode = payload.get("mode")
+    if mode is not None and mode not in MODES:
+        raise HTTPException(400, f"'mode' must be one of {', '.join(MODES)}")
+    exclude_stale = payload.get("exclude_stale", False)
+    if not isinstance(exclude_stale, bool):
+        raise HTTPException(400, "'exclude_stale' must be true or false")
+    expand = payload.get("expand", False)
+    if not isinstance(expand, bool):
+        raise HTTPException(400, "'expand' must be true or false")
+    return query, k, mode, exclude_stale, expand
+
+
+class _Endpoints:
+    """The route handlers, bound to one backend."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+
+    async def query(self, request: Request) -> Response:
+        payload = _json_object(await read_body(request, self.backend.max_body_bytes))
+        query_text, k, mode, exclude_stale, expand = _query_args(payload)
+        try:
+            result = await run_in_threadpool(
+                self.backend.search, query_text, k, mode, exclude_stale, expand
+            )
+        except UsageError as exc:
+            return _error(400, str(exc))
+        except RagdError as exc:
+            return _error(503, str(exc))
+        return JSONResponse(result)
+
+    async def status(self, request: Request) -> Response:
+        try:
+            return JSONResponse(await run_in_threadpool(self.backend.status))
+        except RagdError as exc:
+            return _error(503, str(exc))
+
+    async def webhook(self, request: Request) -> Response:
+        source = request.path_params["source"]
+        if not self.backend.has_webhook_source(source):
+            status, answer = await run_in_threadpool(self.backend.webhook, source, {}, b"")
+            return JSONResponse(answer, status_code=status)
+        try:
+            body = await read_body(request, self.backend.max_body_bytes)
+        except HTTPException as exc:
+            if exc.status_code == 413:
+                self.backend.note_webhook(source, "too_large")
+            raise
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        status, answer = await run_in_threadpool(self.backend.webhook, source, headers, body)
+        return JSONResponse(answer, status_code=status)
+
+    async def metrics(self, request: Request) -> Response:
+        body = await run_in_threadpool(self.backend.metrics_text)
+        return Response(body, media_type=METRICS_CONTENT_TYPE)
+
+    async def openapi(self, request: Request) -> Response:
+        return Response(OPENAPI.read_bytes(), media_type="application/json")
+
+    async def healthz(self, request: Request) -> Response:
+        health = self.backend.health()
+        return JSONResponse(health, status_code=200 if health.get("status") == "ok" else 503)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    return _error(exc.status_code, str(exc.detail))
+
+
+async def _server_error(request: Request, exc: Exception) -> Response:
+    return _error(500, f"internal error: {type(exc).__name__}")
+
+
+def create_app(backend: Backend) -> Starlette:
+    """The ASGI application for a backend."""
+    api = _Endpoints(backend)
+    return Starlette(
+        routes=[
+            Route("/healthz", api.healthz, methods=["GET"]),
+            Route("/v1/query", api.query, methods=["POST"]),
+            Route("/v1/status", api.status, methods=["GET"]),
+            Route("/v1/webhooks/{source}", api.webhook, methods=["POST"]),
+            Route("/metrics", api.metrics, methods=["GET"]),
+            Route("/openapi.json", api.openapi, methods=["GET"]),
+        ],
+        exception_handlers={HTTPException: _http_error, Exception: _server_error},
+    )

@@ -1,0 +1,71 @@
+"""The HTTP server of `ragd serve`: uvicorn on a socket bound before it starts.
+
+Owns binding the listening socket (so a busy port fails at start-up, before any indexing,
+with a one-line error) and running uvicorn on it in a thread of its own. Off the main
+thread uvicorn leaves signals alone: the daemon's lifecycle handles them.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+
+import uvicorn
+from starlette.applications import Starlette
+
+from ragd.errors import RagdError
+
+# Seconds uvicorn gives open connections to finish once told to stop.
+GRACEFUL_SECONDS = 2
+
+
+class HttpServer:
+    """uvicorn serving `app` on host:port; the socket is bound and listening on return."""
+
+    def __init__(self, app: Starlette, host: str, port: int, *, listen: str) -> None:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self._socket = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            self._socket.bind((host, port))
+            self._socket.listen(2048)
+        except OSError as exc:
+            self._socket.close()
+            raise RagdError(
+                f"cannot listen on {listen}: {exc.strerror or exc}",
+                hint="is another process using the port? set [http] listen",
+            ) from exc
+        self._socket.set_inheritable(True)
+        config = uvicorn.Config(
+            app,
+            log_config=None,
+            access_log=False,
+            lifespan="off",
+            timeout_graceful_shutdown=GRACEFUL_SECONDS,
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(
+            target=self._server.run,
+            kwargs={"sockets": [self._socket]},
+            name="ragd-http",
+            daemon=True,
+        )
+
+    def start(self) -> None:
+        """Serve on a thread of its own; connections made before it serves wait in the
+        socket's backlog."""
+        self._thread.start()
+
+    def begin_stop(self) -> None:
+        """Ask uvicorn to stop: it closes the socket to new connections and finishes the
+        requests in hand."""
+        self._server.should_exit = True
+
+    def join(self, timeout: float) -> None:
+        """Wait up to `timeout` seconds for the server's thread."""
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+    def close(self) -> None:
+        """Close the listening socket."""
+        self._socket.close()

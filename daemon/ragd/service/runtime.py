@@ -1,0 +1,157 @@
+"""Assembly: turning a validated Config into core objects.
+
+The one place that knows both the config schema and the core's constructors, so the
+core never reads configuration and the shells (CLI, daemon, HTTP) never wire stores.
+A test's crash plan (ragd.indexing.faults) enters here, and only here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from ragd.config import Config, FolderSourceConfig
+from ragd.embedding.static import Model2VecEmbedder
+from ragd.indexing.chunking import ChunkSettings
+from ragd.indexing.faults import NO_FAULTS, FaultPlan
+from ragd.indexing.indexer import Indexer
+from ragd.indexing.pipeline import Pipeline, manifest_keyword_rows
+from ragd.search.searcher import Searcher, SearchSettings
+from ragd.search.staleness import SourcePolicy
+from ragd.search.status import SourceInfo, StatusReport, build_status
+from ragd.sources.folders import FolderSource
+from ragd.stores.data_dir import DataDir, WriterLock, WriterStores
+from ragd.stores.keywords import KeywordStore
+from ragd.stores.manifest_reader import ManifestReader
+from ragd.stores.vectors import VectorStore
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """The pieces every shell needs, derived once from a Config."""
+
+    config: Config
+    data_dir: DataDir
+    embedder: Model2VecEmbedder
+    pipeline: Pipeline
+    folders: tuple[FolderSource, ...]
+
+    @classmethod
+    def from_config(cls, config: Config, *, faults: FaultPlan = NO_FAULTS) -> Runtime:
+        """Build the runtime; nothing heavy happens until a store or the model is used.
+        `faults` is a test's crash plan; production never passes one."""
+        embedder = Model2VecEmbedder(
+            config.embedding.model,
+            is_local=config.embedding.model_is_local,
+            batch_size=config.embedding.batch_size,
+        )
+        chunking = ChunkSettings(config.chunking.max_chars, config.chunking.overlap)
+        folders = tuple(
+            FolderSource(
+                s.name, s.path, s.include, s.exclude, max_file_bytes=config.daemon.max_file_bytes
+            )
+            for s in config.sources
+            if isinstance(s, FolderSourceConfig)
+        )
+        return cls(
+            config=config,
+            data_dir=DataDir(config.daemon.data_dir),
+            embedder=embedder,
+            pipeline=Pipeline(chunking, embedder.identity, faults),
+            folders=folders,
+        )
+
+    def policies(self) -> dict[str, SourcePolicy]:
+        """Staleness policy per configured source."""
+        folders = {f.name: f for f in self.folders}
+        return {s.name: SourcePolicy(s.max_age, folders.get(s.name)) for s in self.config.sources}
+
+    def writer_stores(self) -> WriterStores:
+        """The one writer's handles on the stores (the caller holds the writer lock)."""
+        return WriterStores(self.data_dir, keyword_rows=manifest_keyword_rows)
+
+    @contextmanager
+    def indexer(self) -> Iterator[Indexer]:
+        """The single writer: takes the data_dir lock, opens the stores, closes both."""
+        lock = WriterLock(self.data_dir.lock)
+        lock.acquire()
+        try:
+            stores = self.writer_stores()
+            try:
+                yield Indexer(
+                    stores,
+                    self.folders,
+                    self.pipeline,
+                    self.embedder,
+                    cleanup_older_than=self.config.schedule.cleanup_older_than,
+                )
+            finally:
+                stores.close()
+        finally:
+            lock.release()
+
+    @contextmanager
+    def readers(
+        self, *, ids_in_memory: bool = False
+    ) -> Iterator[tuple[ManifestReader, VectorStore, KeywordStore]]:
+        """Read-only handles on the three stores; they work beside a running writer.
+
+        `ids_in_memory` is for many queries: see `VectorStore.open_readonly`.
+        """
+        manifest = ManifestReader.open(self.data_dir.manifest)
+        try:
+            yield (
+                manifest,
+                VectorStore.open_readonly(self.data_dir.lancedb, ids_in_memory=ids_in_memory),
+                KeywordStore.open_readonly(self.data_dir.tantivy),
+            )
+        finally:
+            manifest.close()
+
+    def searcher(
+        self, manifest: ManifestReader, vectors: VectorStore, keywords: KeywordStore
+    ) -> Searcher:
+        """A Searcher over read-only handles."""
+        search = self.config.search
+        return Searcher(
+            manifest,
+            vectors,
+            keywords,
+            self.embedder,
+            fingerprint=self.pipeline.fingerprint,
+            policies=self.policies(),
+            settings=SearchSettings(
+                k=search.k,
+                candidates=search.candidates,
+                rrf_k=search.rrf_k,
+                max_query_chars=search.max_query_chars,
+                bm25_weight=search.bm25_weight,
+                vector_weight=search.vector_weight,
+                fusion=search.fusion,
+            ),
+        )
+
+    def status(self) -> StatusReport:
+        """The status report, read-only: it works beside a running writer."""
+        policies = self.policies()
+        infos = [
+            SourceInfo(
+                s.name,
+                s.type,
+                str(s.path) if isinstance(s, FolderSourceConfig) else "webhook",
+                policies[s.name],
+            )
+            for s in self.config.sources
+        ]
+        manifest = ManifestReader.open(self.data_dir.manifest)
+        try:
+            return build_status(
+                manifest,
+                VectorStore.open_readonly(self.data_dir.lancedb),
+                KeywordStore.open_readonly(self.data_dir.tantivy),
+                sources=infos,
+                fingerprint=self.pipeline.fingerprint,
+            )
+        finally:
+            manifest.close()

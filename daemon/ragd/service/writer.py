@@ -1,0 +1,221 @@
+"""The writer thread of `ragd serve`: the only code in the daemon that writes the stores.
+
+Owns the loop that takes jobs from the durable queue and does them with the Indexer:
+a `scan` job runs a full pass (it covers any path jobs taken with it), `path`/`tree`
+jobs sync those paths, `entry` jobs apply CMS deliveries (fetching content a delivery
+did not carry), `compact` runs LanceDB housekeeping. Jobs leave the queue only
+when done, so a crash or a stop mid-job means the job runs again after the restart.
+The loop pings the systemd watchdog, so a hung writer gets the service restarted.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from ragd.errors import DocumentError
+from ragd.indexing.batches import DocumentEvent
+from ragd.indexing.entries import EntryUpdate
+from ragd.indexing.indexer import Indexer
+from ragd.indexing.report import IndexReport
+from ragd.service.logs import get_logger
+from ragd.service.notify import Notifier
+from ragd.sources.fetch import EntryFetcher
+from ragd.stores.jobs import Job, JobQueue
+from ragd.stores.records import format_time
+
+log = get_logger("ragd.service.writer")
+
+MAX_ATTEMPTS = 5
+
+
+@dataclass
+class WriterStats:
+    """Counters since the daemon started, for /v1/status; `on_document` is the Indexer's
+    event callback, which counts and logs each document."""
+
+    started_at: str = field(default_factory=lambda: format_time(datetime.now(UTC)))
+    last_scan_at: str | None = None
+    last_change_at: str | None = None
+    documents_indexed: int = 0
+    documents_deleted: int = 0
+    documents_failed: int = 0
+    chunks_embedded: int = 0
+    chunks_reused: int = 0
+    jobs_done: int = 0
+    jobs_dropped: int = 0
+    errors: int = 0
+    busy: bool = False
+
+    def to_json(self) -> dict[str, object]:
+        """The writer section of the daemon status."""
+        return dict(self.__dict__)
+
+    def on_document(self, event: DocumentEvent) -> None:
+        """Count and log one event per document."""
+        fields: dict[str, Any] = {"doc_id": event.doc_id, "seconds": round(event.seconds, 4)}
+        if event.action == "indexed":
+            self.documents_indexed += 1
+            log.info("document_indexed", chunks=event.chunks, **fields)
+        elif event.action == "deleted":
+            self.documents_deleted += 1
+            log.info("document_deleted", **fields)
+        elif event.action == "failed":
+            self.documents_failed += 1
+            log.warning("document_failed", reason=event.reason, **fields)
+        else:
+            log.debug("document_unchanged", reason=event.reason, **fields)
+
+
+class Writer(threading.Thread):
+    """Drains the job queue into the indexer until told to stop."""
+
+    def __init__(
+        self,
+        indexer: Indexer,
+        queue: JobQueue,
+        notifier: Notifier,
+        stop: threading.Event,
+        *,
+        stats: WriterStats,
+        compact: Callable[[], None],
+        on_commit: Callable[[], None],
+        on_exit: Callable[[], None],
+        fetchers: Mapping[str, EntryFetcher] | None = None,
+    ) -> None:
+        super().__init__(name="ragd-writer", daemon=True)
+        self.indexer = indexer
+        self.queue = queue
+        self.notifier = notifier
+        self.stop = stop
+        self.wake = threading.Event()
+        self.stats = stats
+        self._compact = compact
+        self._on_commit = on_commit
+        self._on_exit = on_exit
+        self.fetchers = dict(fetchers or {})
+
+    def run(self) -> None:
+        """The loop until a stop; `on_exit` is called however it ends."""
+        try:
+            self._loop()
+        finally:
+            self._on_exit()
+
+    def _loop(self) -> None:
+        """Take jobs, do them, mark them done; back off on errors."""
+        backoff = 1.0
+        while not self.stop.is_set():
+            self.notifier.watchdog()
+            jobs = self.queue.take()
+            if not jobs:
+                self.wake.wait(1.0)
+                self.wake.clear()
+                continue
+            self.stats.busy = True
+            try:
+                finished = self._do(jobs)
+            except Exception as exc:  # one bad batch must not kill the daemon
+                self.stats.errors += 1
+                dropped = self.queue.failed(jobs, max_attempts=MAX_ATTEMPTS)
+                self.stats.jobs_dropped += len(dropped)
+                log.exception("job_failed", jobs=len(jobs), error=str(exc), dropped=len(dropped))
+                self.stop.wait(backoff)
+                backoff = min(backoff * 2, 30.0)
+                continue
+            finally:
+                self.stats.busy = False
+            backoff = 1.0
+            if finished:
+                self.queue.done(jobs)
+                self.stats.jobs_done += len(jobs)
+
+    def _do(self, jobs: list[Job]) -> bool:
+        """Do a batch of jobs; False when a stop interrupted it (the jobs stay queued)."""
+        kinds = {j.kind for j in jobs}
+        reports = self._apply_entries([j for j in jobs if j.kind == "entry"])
+        if "scan" in kinds:
+            reports.append(self._scan())  # a full pass covers the path and tree hints too
+        else:
+            reports.extend(self._sync_paths([j for j in jobs if j.kind in ("path", "tree")]))
+        if "compact" in kinds and not self.stop.is_set():
+            self._compact()
+            log.info("compacted")
+        for report in reports:
+            self._account(report)
+        return not any(r.interrupted for r in reports)
+
+    def _scan(self) -> IndexReport:
+        report = self.indexer.run()
+        if not report.interrupted:
+            self.stats.last_scan_at = format_time(datetime.now(UTC))
+        event = "scan_interrupted" if report.interrupted else "scan_finished"
+        log.info(event, **report.to_json())
+        return report
+
+    def _sync_paths(self, jobs: list[Job]) -> list[IndexReport]:
+        by_source: dict[str, tuple[list[str], list[str]]] = {}
+        for job in jobs:
+            keys, trees = by_source.setdefault(job.source, ([], []))
+            (keys if job.kind == "path" else trees).append(job.key)
+        return [
+            self.indexer.sync(source, keys=keys, trees=trees)
+            for source, (keys, trees) in by_source.items()
+        ]
+
+    def _apply_entries(self, jobs: list[Job]) -> list[IndexReport]:
+        by_source: dict[str, list[EntryUpdate]] = {}
+        for job in jobs:
+            by_source.setdefault(job.source, []).append(self._entry_update(job))
+        reports = []
+        for source, updates in by_source.items():
+            report = self.indexer.apply_entries(source, updates)
+            if report.ignored:
+                log.info("stale_deliveries_ignored", source=source, count=report.ignored)
+            reports.append(report)
+        return reports
+
+    def _entry_update(self, job: Job) -> EntryUpdate:
+        """Turn a queued delivery into an update, fetching its content if it came without."""
+        delivery = json.loads(job.payload or "{}")
+        fetcher = self.fetchers.get(job.source)
+        uri = delivery.get("url") or (fetcher.url_for(job.key) if fetcher else "")
+        uri = uri or f"urn:ragd:{job.source}:{job.key}"
+        update = EntryUpdate(
+            key=job.key,
+            uri=uri,
+            deleted=delivery.get("event") == "delete",
+            title=delivery.get("title"),
+            version=job.version,
+        )
+        if update.deleted:
+            return update
+        content = delivery.get("content")
+        if content is not None:
+            return replace(
+                update,
+                data=content.encode(),
+                content_type=delivery.get("content_type") or "text/markdown",
+            )
+        if fetcher is None:
+            return replace(update, error="delivery has no content and the source no fetch_url")
+        try:
+            data, content_type = fetcher.fetch(job.key)
+        except DocumentError as exc:
+            return replace(update, error=exc.message)
+        return replace(update, data=data, content_type=content_type)
+
+    def _account(self, report: IndexReport) -> None:
+        self.stats.chunks_embedded += report.embedded
+        self.stats.chunks_reused += report.reused
+        for error in report.errors:
+            log.error("source_error", error=error)
+        for skipped in report.skipped:
+            log.warning("file_skipped", reason=skipped)
+        if report.added or report.changed or report.deleted or report.failed:
+            self.stats.last_change_at = format_time(datetime.now(UTC))
+            self._on_commit()

@@ -1,0 +1,102 @@
+"""Whether the three stores agree, and bringing them back into agreement after a crash.
+
+Owns comparing the chunk id sets of the manifest, LanceDB and Tantivy (what `ragd status`
+reports as `stores_agree`), and reconciliation: orphan chunks a crash left in a search
+store are removed, and documents whose chunks a store lost go back to pending.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ragd.stores.keywords import KeywordStore
+from ragd.stores.manifest import Manifest
+from ragd.stores.manifest_reader import ManifestReader
+from ragd.stores.vectors import VectorStore
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """How the chunk id sets of the three stores compare."""
+
+    manifest_chunks: int
+    lancedb_chunks: int
+    tantivy_chunks: int
+    missing_from_lancedb: frozenset[str] = field(default_factory=frozenset)
+    missing_from_tantivy: frozenset[str] = field(default_factory=frozenset)
+    orphans_in_lancedb: frozenset[str] = field(default_factory=frozenset)
+    orphans_in_tantivy: frozenset[str] = field(default_factory=frozenset)
+
+    @property
+    def agree(self) -> bool:
+        """True when all three list exactly the same chunk ids."""
+        return not (
+            self.missing_from_lancedb
+            or self.missing_from_tantivy
+            or self.orphans_in_lancedb
+            or self.orphans_in_tantivy
+        )
+
+    def to_json(self) -> dict[str, object]:
+        """The JSON shape used by `ragd status`."""
+        return {
+            "agree": self.agree,
+            "manifest_chunks": self.manifest_chunks,
+            "lancedb_chunks": self.lancedb_chunks,
+            "tantivy_chunks": self.tantivy_chunks,
+            "missing_from_lancedb": len(self.missing_from_lancedb),
+            "missing_from_tantivy": len(self.missing_from_tantivy),
+            "orphans_in_lancedb": len(self.orphans_in_lancedb),
+            "orphans_in_tantivy": len(self.orphans_in_tantivy),
+        }
+
+
+def compare_stores(
+    manifest: ManifestReader, vectors: VectorStore, keywords: KeywordStore
+) -> Agreement:
+    """Compare the chunk id sets of the manifest and both search stores."""
+    return compare_ids(manifest.chunk_ids(), vectors.chunk_ids(), keywords.chunk_ids())
+
+
+def compare_ids(
+    listed: set[str],
+    in_lance: set[str],
+    in_tantivy: set[str],
+    *,
+    listed_after: set[str] | None = None,
+) -> Agreement:
+    """Compare chunk id sets read from the manifest, LanceDB and Tantivy.
+
+    `listed_after` is the manifest read again after both stores, beside a running writer:
+    a chunk committed or removed between the two reads was in flight, not missing or
+    orphaned.
+    """
+    after = listed if listed_after is None else listed_after
+    stable, known = listed & after, listed | after
+    return Agreement(
+        manifest_chunks=len(after),
+        lancedb_chunks=len(in_lance),
+        tantivy_chunks=len(in_tantivy),
+        missing_from_lancedb=frozenset(stable - in_lance),
+        missing_from_tantivy=frozenset(stable - in_tantivy),
+        orphans_in_lancedb=frozenset(in_lance - known),
+        orphans_in_tantivy=frozenset(in_tantivy - known),
+    )
+
+
+def reconcile(manifest: Manifest, vectors: VectorStore, keywords: KeywordStore) -> Agreement:
+    """Bring the search stores back to what the manifest lists after a crash.
+
+    Orphan chunks (written to a store, never committed to the manifest) are removed;
+    documents with chunks missing from a store go back to pending so the run redoes them.
+    Returns the agreement found before repairing.
+    """
+    found = compare_stores(manifest, vectors, keywords)
+    if found.orphans_in_lancedb:
+        vectors.delete_chunks(found.orphans_in_lancedb)
+    if found.orphans_in_tantivy:
+        keywords.delete_chunks(found.orphans_in_tantivy)
+    missing = found.missing_from_lancedb | found.missing_from_tantivy
+    if missing:
+        manifest.mark_for_redo(manifest.doc_ids_of_chunks(missing))
+    return found

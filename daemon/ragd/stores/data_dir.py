@@ -1,0 +1,136 @@
+"""The data directory: where each store lives, and who may write to it.
+
+Owns the layout of `data_dir` (state.db, lancedb/, tantivy/, the writer lock, the parse
+guard's file) and the one writer's handles on the three stores. LanceDB is opened
+lazily: importing it costs about a second, which a run that changes nothing should not pay.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from ragd.errors import LockedError
+from ragd.stores.keywords import KeywordRow, KeywordStore
+from ragd.stores.manifest import Manifest
+from ragd.stores.manifest_reader import ManifestReader
+from ragd.stores.vectors import VectorStore
+
+KeywordRebuild = Callable[[ManifestReader], Iterable[KeywordRow]]
+"""Every chunk the manifest lists as the keyword store indexes it, for a rebuild."""
+
+
+@dataclass(frozen=True)
+class DataDir:
+    """Paths of everything ragd keeps under its data directory."""
+
+    root: Path
+
+    @property
+    def manifest(self) -> Path:
+        return self.root / "state.db"
+
+    @property
+    def lancedb(self) -> Path:
+        return self.root / "lancedb"
+
+    @property
+    def tantivy(self) -> Path:
+        return self.root / "tantivy"
+
+    @property
+    def lock(self) -> Path:
+        return self.root / "writer.lock"
+
+    @property
+    def parsing(self) -> Path:
+        return self.root / "parsing"  # written by ragd.indexing.parse_guard
+
+
+class WriterLock:
+    """An exclusive flock on data_dir/writer.lock: one writer process per data directory.
+
+    The OS releases it when the process dies, so a crash never leaves a stale lock.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._handle: IO[str] | None = None
+
+    def acquire(self) -> None:
+        """Take the lock or raise LockedError naming the holder."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle = self.path.open("a+")
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "unknown"
+            handle.close()
+            raise LockedError(
+                f"another ragd process (pid {holder}) is writing to {self.path.parent}",
+                hint="stop it first, or use its HTTP API; queries and status work meanwhile",
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+        self._handle = handle
+
+    def release(self) -> None:
+        """Release the lock."""
+        if self._handle is not None:
+            fcntl.flock(self._handle.fileno(), fcntl.LOCK_UN)
+            self._handle.close()
+            self._handle = None
+
+
+class WriterStores:
+    """The writer's handles on the three stores; vectors and keywords open on first use.
+
+    `keyword_rows` rebuilds a keyword index written with another schema from the manifest
+    (how a chunk's indexed text is made is the indexer's business, not the stores');
+    without it such an index is a StoreError.
+    """
+
+    def __init__(self, data_dir: DataDir, *, keyword_rows: KeywordRebuild | None = None) -> None:
+        self.paths = data_dir
+        self._keyword_rows = keyword_rows
+        orphaned = not data_dir.manifest.exists() and (
+            data_dir.lancedb.exists() or data_dir.tantivy.exists()
+        )
+        self.manifest = Manifest.open(data_dir.manifest)
+        if orphaned:
+            # Stores without the manifest that lists them: the first pass reconciles them
+            # (drops what nothing lists) before it writes, since writes of documents the
+            # manifest never listed are appends.
+            self.manifest.set_meta("writer_clean", "0")
+        self._vectors: VectorStore | None = None
+        self._keywords: KeywordStore | None = None
+
+    def vectors(self, dim: int) -> VectorStore:
+        """The LanceDB chunk table, created with `dim` if it does not exist."""
+        if self._vectors is None:
+            self._vectors = VectorStore.open(self.paths.lancedb, dim)
+        return self._vectors
+
+    def keywords(self) -> KeywordStore:
+        """The Tantivy index, with this process holding its writer."""
+        if self._keywords is None:
+            rows = self._keyword_rows
+            self._keywords = KeywordStore.open(
+                self.paths.tantivy,
+                rebuild_from=None if rows is None else lambda: rows(self.manifest),
+            )
+        return self._keywords
+
+    def close(self) -> None:
+        """Release Tantivy's writer and close the manifest."""
+        if self._keywords is not None:
+            self._keywords.close()
+            self._keywords = None
+        self.manifest.close()

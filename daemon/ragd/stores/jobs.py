@@ -1,0 +1,196 @@
+"""The durable work queue in state.db: what the writer still has to do.
+
+Owns the `jobs` table. Producers (the watcher, the scheduler, webhooks) enqueue from
+their own threads through their own connection; the one writer takes jobs, does them,
+and marks them done. A job is only removed when done, so work acknowledged before a
+crash is done after the restart. Enqueueing a job that is already waiting bumps its
+generation instead of adding a twin; `done` only removes the generation it took, so a
+change that arrives while its job is being processed is processed again.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from ragd.stores.manifest import Manifest
+from ragd.stores.records import utc_now
+
+JobKind = Literal["scan", "path", "tree", "compact", "entry"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (
+    job_id INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind TEXT NOT NULL,
+    source TEXT NOT NULL DEFAULT '',
+    key TEXT NOT NULL DEFAULT '',
+    generation INTEGER NOT NULL DEFAULT 0,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    enqueued_at TEXT NOT NULL,
+    payload TEXT,
+    version TEXT,
+    UNIQUE (kind, source, key)
+);
+CREATE TABLE IF NOT EXISTS deliveries (
+    source TEXT NOT NULL,
+    delivery_id TEXT NOT NULL,
+    received_at TEXT NOT NULL,
+    PRIMARY KEY (source, delivery_id)
+);
+"""
+
+# A re-enqueued job keeps the payload with the newest version (e.g. a CMS entry's
+# updated_at); without versions, the latest arrival wins.
+_UPSERT = """
+INSERT INTO jobs (kind, source, key, payload, version, enqueued_at) VALUES (?, ?, ?, ?, ?, ?)
+ON CONFLICT (kind, source, key) DO UPDATE SET
+    generation = generation + 1,
+    payload = CASE WHEN excluded.version IS NULL OR jobs.version IS NULL
+                     OR excluded.version >= jobs.version
+                   THEN excluded.payload ELSE jobs.payload END,
+    version = CASE WHEN excluded.version IS NULL OR jobs.version IS NULL
+                     OR excluded.version >= jobs.version
+                   THEN excluded.version ELSE jobs.version END
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One unit of pending work.
+
+    kinds: `scan` (every source, in full), `path` (one file key of a source),
+    `tree` (everything under a directory key of a source), `compact` (store housekeeping),
+    `entry` (a CMS entry to upsert or delete; `payload` holds the delivery as JSON).
+    """
+
+    job_id: int
+    kind: JobKind
+    source: str
+    key: str
+    generation: int
+    attempts: int
+    enqueued_at: str
+    payload: str | None = None
+    version: str | None = None
+
+
+class JobQueue:
+    """A thread-safe handle on the jobs table (one connection, serialised by a lock)."""
+
+    def __init__(self, path: Path) -> None:
+        self._conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA synchronous=FULL")
+        self._conn.execute("PRAGMA busy_timeout=10000")
+        self._conn.executescript(_SCHEMA)
+        self._lock = threading.Lock()
+
+    @classmethod
+    def beside(cls, manifest: Manifest) -> JobQueue:
+        """A queue in the same state.db as the manifest."""
+        return cls(manifest.path)
+
+    def close(self) -> None:
+        """Close the connection."""
+        with self._lock:
+            self._conn.close()
+
+    def enqueue(self, kind: JobKind, source: str = "", key: str = "") -> None:
+        """Add one job, durably, before returning."""
+        self.enqueue_many([(kind, source, key)])
+
+    def enqueue_many(self, jobs: Iterable[tuple[JobKind, str, str]]) -> None:
+        """Add jobs in one transaction; a job already waiting gets a new generation."""
+        rows = [(kind, source, key, None, None, utc_now()) for kind, source, key in jobs]
+        if not rows:
+            return
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.executemany(_UPSERT, rows)
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    def accept_delivery(
+        self, source: str, delivery_id: str, key: str, payload: str, version: str | None
+    ) -> bool:
+        """Durably queue a webhook delivery as an `entry` job, once per delivery id.
+
+        Returns False (and queues nothing) when this delivery id was already accepted:
+        senders retry, and a retry must not become a second job.
+        """
+        now = utc_now()
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                seen = (
+                    self._conn.execute(
+                        "INSERT INTO deliveries (source, delivery_id, received_at) "
+                        "VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                        (source, delivery_id, now),
+                    ).rowcount
+                    == 0
+                )
+                if not seen:
+                    self._conn.execute(_UPSERT, ("entry", source, key, payload, version, now))
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+        return not seen
+
+    def forget_deliveries(self, older_than: str) -> int:
+        """Drop delivery ids received before `older_than` (senders stop retrying by then)."""
+        with self._lock:
+            return self._conn.execute(
+                "DELETE FROM deliveries WHERE received_at < ?", (older_than,)
+            ).rowcount
+
+    def oldest_enqueued_at(self) -> str | None:
+        """When the oldest waiting job was queued (the index lag starts there)."""
+        with self._lock:
+            row = self._conn.execute("SELECT MIN(enqueued_at) FROM jobs").fetchone()
+        return None if row is None or row[0] is None else str(row[0])
+
+    def take(self, limit: int = 500) -> list[Job]:
+        """The oldest waiting jobs (they stay queued until `done`)."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT job_id, kind, source, key, generation, attempts, enqueued_at, payload, "
+                "version FROM jobs "
+                "ORDER BY job_id LIMIT ?",
+                (limit,),
+            ).fetchall()
+        return [Job(*row) for row in rows]
+
+    def done(self, jobs: Sequence[Job]) -> None:
+        """Remove jobs that were done, unless they were re-enqueued meanwhile."""
+        with self._lock:
+            self._conn.executemany(
+                "DELETE FROM jobs WHERE job_id = ? AND generation = ?",
+                [(j.job_id, j.generation) for j in jobs],
+            )
+
+    def failed(self, jobs: Sequence[Job], *, max_attempts: int) -> list[Job]:
+        """Count a failed attempt; drop and return the jobs that used up their attempts."""
+        dropped = [j for j in jobs if j.attempts + 1 >= max_attempts]
+        with self._lock:
+            self._conn.executemany(
+                "UPDATE jobs SET attempts = attempts + 1 WHERE job_id = ?",
+                [(j.job_id,) for j in jobs],
+            )
+            self._conn.executemany(
+                "DELETE FROM jobs WHERE job_id = ?", [(j.job_id,) for j in dropped]
+            )
+        return dropped
+
+    def depth(self) -> int:
+        """How many jobs are waiting."""
+        with self._lock:
+            return int(self._conn.execute("SELECT COUNT(*) FROM jobs").fetchone()[0])

@@ -1,0 +1,236 @@
+"""The manifest as its readers see it: every query of state.db.
+
+state.db is the source of truth for what is indexed (its layout is
+`ragd.stores.manifest_schema`): documents (identity, the stat and hash of what was indexed, the
+pipeline fingerprint, status), chunks (ids, heading paths, texts) and the embedding cache
+that lets unchanged chunk texts skip the model. LanceDB and Tantivy are derived from what
+it lists; when they disagree, it wins. `ManifestReader.open` is read-only, for the
+daemon's searcher and `ragd status`; the one writer's `ragd.stores.manifest.Manifest` adds the
+writes, so a reader cannot even name one.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Collection, Iterator
+from pathlib import Path
+
+import numpy as np
+
+from ragd.stores.manifest_schema import (
+    SELECT_DOCUMENTS,
+    STAT_VOUCHES_SQL,
+    connect_reader,
+    vouch_before_sql,
+)
+from ragd.stores.records import ChunkRecord, DocumentRecord, FileState, Vector
+
+
+class ManifestReader:
+    """A read-only connection to state.db; any number of readers beside the one writer."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+        self._conn = conn
+        self.path = path
+
+    @classmethod
+    def open(cls, path: Path) -> ManifestReader:
+        """Open for reading only; StoreError when no index exists yet."""
+        return cls(connect_reader(path), path)
+
+    def close(self) -> None:
+        """Close the connection."""
+        self._conn.close()
+
+    # -- meta -----------------------------------------------------------------------------
+
+    def get_meta(self, key: str) -> str | None:
+        """A value from the meta table."""
+        row = self._conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def is_clean(self) -> bool:
+        """False when a writer may have stopped between writing a store and committing here."""
+        return self.get_meta("writer_clean") != "0"
+
+    def last_full_scan_at(self) -> str | None:
+        """When the last complete indexing pass over every source finished."""
+        return self.get_meta("last_full_scan_at")
+
+    # -- documents ------------------------------------------------------------------------
+
+    def documents(self, source: str | None = None) -> list[DocumentRecord]:
+        """Every document row (of one source, if given), with its chunk count."""
+        sql, args = SELECT_DOCUMENTS, ()  # type: tuple[str, tuple[str, ...]]
+        if source is not None:
+            sql, args = sql + " WHERE d.source = ?", (source,)
+        return [
+            DocumentRecord(*row) for row in self._conn.execute(sql + " ORDER BY d.doc_id", args)
+        ]
+
+    def documents_under(self, source: str, prefix: str) -> list[DocumentRecord]:
+        """Documents of a source whose key lies under directory key `prefix`."""
+        low = prefix.rstrip("/") + "/"
+        high = low[:-1] + chr(ord("/") + 1)  # every key starting with "prefix/" sorts below
+        rows = self._conn.execute(
+            SELECT_DOCUMENTS + " WHERE d.source = ? AND d.key >= ? AND d.key < ? ORDER BY d.key",
+            (source, low, high),
+        )
+        return [DocumentRecord(*row) for row in rows]
+
+    def document(self, doc_id: str) -> DocumentRecord | None:
+        """One document row, or None."""
+        row = self._conn.execute(SELECT_DOCUMENTS + " WHERE d.doc_id = ?", (doc_id,)).fetchone()
+        return None if row is None else DocumentRecord(*row)
+
+    def file_states(self, source: str, fingerprint: str) -> dict[str, FileState]:
+        """Per key of a source: (key, size, mtime_ns) as last indexed, or (key, None, None)
+        when the document is not settled (indexed or failed) under `fingerprint`.
+
+        A listed file whose FileStat equals its state is unchanged: one comparison per
+        file, no records. A table scan, not the (source, key) index: it reads every row
+        anyway, in page order.
+        """
+        (oldest,) = self._conn.execute(
+            f"SELECT {vouch_before_sql('MIN(checked_at)')} "
+            "FROM documents NOT INDEXED WHERE source = ?",
+            (source,),
+        ).fetchone()
+        rows = self._conn.execute(
+            f"SELECT key, CASE WHEN {STAT_VOUCHES_SQL} THEN size END, "
+            f"CASE WHEN {STAT_VOUCHES_SQL} THEN mtime_ns END "
+            "FROM documents NOT INDEXED WHERE source = ?2",
+            (fingerprint, source, oldest if oldest is not None else 0),
+        )
+        return {row[0]: row for row in rows}
+
+    def unchanged_listing(self, source: str, fingerprint: str) -> str | None:
+        """The digest of the listing in which every document of `source` is unchanged under
+        `fingerprint` (ragd.stores.records.listing_digest), if one is known."""
+        row = self._conn.execute(
+            "SELECT digest FROM listing_digests WHERE source = ? AND fingerprint = ?",
+            (source, fingerprint),
+        ).fetchone()
+        return None if row is None else str(row[0])
+
+    def indexed_count(self, source: str) -> int:
+        """How many documents of a source are indexed."""
+        row = self._conn.execute(
+            "SELECT COUNT(*) FROM documents WHERE source = ? AND status = 'indexed'", (source,)
+        ).fetchone()
+        return int(row[0])
+
+    def source_counts(self) -> dict[str, tuple[int, int]]:
+        """Per source: (live documents, chunks), counted in SQL for cheap scrapes."""
+        counts = {
+            source: (documents, 0)
+            for source, documents in self._conn.execute(
+                "SELECT source, COUNT(*) FROM documents WHERE status != 'deleted' GROUP BY source"
+            )
+        }
+        for source, chunks in self._conn.execute(
+            "SELECT d.source, COUNT(*) FROM chunks c JOIN documents d USING (doc_id) "
+            "GROUP BY d.source"
+        ):
+            counts[source] = (counts.get(source, (0, 0))[0], chunks)
+        return counts
+
+    def sources(self) -> list[str]:
+        """Names of every source with documents in the manifest."""
+        return [r[0] for r in self._conn.execute("SELECT DISTINCT source FROM documents")]
+
+    def entry_version(self, doc_id: str) -> str | None:
+        """The version (updated_at) of the last applied delivery for a CMS entry."""
+        row = self._conn.execute(
+            "SELECT version FROM entry_versions WHERE doc_id = ?", (doc_id,)
+        ).fetchone()
+        return None if row is None else str(row[0])
+
+    def pending_doc_ids(self) -> set[str]:
+        """Documents with a queued change not yet applied (read from the jobs table)."""
+        try:
+            rows = self._conn.execute(
+                "SELECT source, key FROM jobs WHERE kind IN ('path', 'entry')"
+            ).fetchall()
+        except sqlite3.OperationalError:
+            return set()  # no daemon has ever queued work here
+        return {f"{source}:{key}" for source, key in rows}
+
+    def queued_jobs(self) -> tuple[dict[str, int], str | None]:
+        """Waiting jobs per source ('' for whole-index jobs) and when the oldest was queued."""
+        try:
+            per_source = dict(
+                self._conn.execute("SELECT source, COUNT(*) FROM jobs GROUP BY source").fetchall()
+            )
+            oldest = self._conn.execute("SELECT MIN(enqueued_at) FROM jobs").fetchone()[0]
+        except sqlite3.OperationalError:
+            return {}, None
+        return per_source, oldest
+
+    # -- chunks ---------------------------------------------------------------------------
+
+    def chunk_ids(self) -> set[str]:
+        """Every chunk id the manifest lists."""
+        return {r[0] for r in self._conn.execute("SELECT chunk_id FROM chunks")}
+
+    def doc_ids_of_chunks(self, chunk_ids: Collection[str]) -> set[str]:
+        """The documents owning some chunks."""
+        found: set[str] = set()
+        for batch in _batches(list(chunk_ids), 500):
+            marks = ",".join("?" * len(batch))
+            found.update(
+                r[0]
+                for r in self._conn.execute(
+                    f"SELECT DISTINCT doc_id FROM chunks WHERE chunk_id IN ({marks})", batch
+                )
+            )
+        return found
+
+    def chunks(self, chunk_ids: Collection[str]) -> dict[str, ChunkRecord]:
+        """Chunk rows by id; ids the manifest does not list are absent from the answer."""
+        found: dict[str, ChunkRecord] = {}
+        for batch in _batches(list(chunk_ids), 500):
+            marks = ",".join("?" * len(batch))
+            for row in self._conn.execute(
+                "SELECT chunk_id, doc_id, ordinal, heading_path, text, embed_key FROM chunks "
+                f"WHERE chunk_id IN ({marks})",
+                batch,
+            ):
+                found[row[0]] = _chunk(row)
+        return found
+
+    def chunks_of(self, doc_id: str) -> list[ChunkRecord]:
+        """A document's chunks in order."""
+        rows = self._conn.execute(
+            "SELECT chunk_id, doc_id, ordinal, heading_path, text, embed_key FROM chunks "
+            "WHERE doc_id = ? ORDER BY ordinal",
+            (doc_id,),
+        )
+        return [_chunk(r) for r in rows]
+
+    def chunk_count(self) -> int:
+        """How many chunks the manifest lists."""
+        return int(self._conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])
+
+    # -- embedding cache ------------------------------------------------------------------
+
+    def cached_vectors(self, embed_keys: Collection[str]) -> dict[str, Vector]:
+        """Stored vectors for the given embedding keys (those not stored are absent)."""
+        found: dict[str, Vector] = {}
+        for batch in _batches(list(embed_keys), 500):
+            marks = ",".join("?" * len(batch))
+            for key, blob in self._conn.execute(
+                f"SELECT embed_key, vector FROM vectors WHERE embed_key IN ({marks})", batch
+            ):
+                found[key] = np.frombuffer(blob, dtype=np.float32)
+        return found
+
+
+def _chunk(row: tuple[str, str, int, str, str, str]) -> ChunkRecord:
+    return ChunkRecord(row[0], row[1], row[2], tuple(json.loads(row[3])), row[4], row[5])
+
+
+def _batches(items: list[str], size: int) -> Iterator[list[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]

@@ -1,0 +1,286 @@
+"""The vector store: one LanceDB table of chunk vectors, derived from the manifest.
+
+Owns `data_dir/lancedb/` and what its rows mean: a chunk's id, its document and its vector,
+replaced a document at a time; when to build the vector index and when to compact. It holds
+only what a vector search needs; chunk texts and metadata live in the manifest, the source
+of truth, so everything here can be rebuilt. One writer process at a time (the data-dir lock
+ensures it); readers in other processes open read-only and `refresh()` to see newer commits.
+Every LanceDB call goes through `ragd.adapters.lancedb`, which imports lancedb on first use:
+commands that never touch vectors don't pay for it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ragd.adapters.lancedb import (
+    IvfSqIndex,
+    VectorTable,
+    open_vector_table,
+    sql_in,
+    start_in_background,
+)
+from ragd.errors import StoreError
+
+# Ids per `IN (...)` list in a delete. LanceDB parses the filter as SQL; a few hundred literals
+# keep each statement small (500 ids delete in ~25 ms at 100k rows).
+IN_BATCH = 500
+# Below this many rows brute force is exact and quick; above it an IVF_SQ index keeps vector
+# search near 5 ms (125k rows: brute force 160-220 ms).
+VECTOR_INDEX_MIN_ROWS = 10_000
+# IVF partitions of about this many rows. LanceDB's default (~8k rows) leaves 15 partitions
+# at 125k rows, all inside the 20 a search probes: a scan of every row.
+ROWS_PER_PARTITION = 1024
+# Every commit adds a data file; a search then reads its hits from dozens of them. Past this
+# many small files a writer compacts (at 125k rows, 451 files made a vector search 1.6x
+# slower than one file).
+COMPACT_AT_FRAGMENTS = 32
+# k-means trains on this many rows per partition (LanceDB's default is 256), so its cost
+# grows with the square of the partition count; 16 builds 125k rows' index in about a
+# quarter of the default's time at the same recall@10 and @50 (bench/vector_index.py).
+IVF_SAMPLE_RATE = 16
+# An index keeps the partition count it was built with, so a table that grows keeps
+# searching 20 partitions of ever more rows. Once the table holds this many times the rows
+# the index was built for, the index is built again: its cost grows with the square of the
+# rows, so the rebuilds of a growing table sum to about a third more than the last.
+INDEX_REGROWTH = 2
+# Recorded in the vector field's metadata: the rows the index was built for.
+BUILT_FOR = "ragd.index_rows"
+
+
+@dataclass(frozen=True, slots=True)
+class VectorRow:
+    """One chunk's vector, keyed by its deterministic chunk id."""
+
+    chunk_id: str
+    doc_id: str
+    vector: npt.NDArray[np.float32]
+
+
+def checked_matrix(rows: Sequence[VectorRow], dim: int) -> npt.NDArray[np.float32]:
+    """The rows' vectors as one matrix, after checking the batch: unique ids, finite vectors
+    of `dim` floats (ValueError naming the chunk otherwise). Checked once over the batch."""
+    ids = [r.chunk_id for r in rows]
+    if len(set(ids)) != len(ids):
+        # merge_insert's behaviour on duplicate keys is undefined.
+        counts = Counter(ids)
+        duplicate = next(i for i in ids if counts[i] > 1)
+        raise ValueError(f"duplicate chunk_id {duplicate!r} in one write")
+    for row in rows:
+        if np.shape(row.vector) != (dim,):
+            raise ValueError(
+                f"chunk {row.chunk_id!r}: vector shape {np.shape(row.vector)}, expected ({dim},)"
+            )
+    # Overflow to inf is expected here and rejected just below, so don't warn.
+    with np.errstate(over="ignore"):
+        matrix = np.array([r.vector for r in rows], dtype=np.float32).reshape(len(rows), dim)
+    finite = np.isfinite(matrix).all(axis=1)
+    if not finite.all():
+        bad = ids[int(np.argmin(finite))]
+        raise ValueError(f"chunk {bad!r}: vector has NaN or infinite values")
+    return matrix
+
+
+def prepare_in_background() -> None:
+    """Start importing lancedb on a thread, for a writer that will open the store soon and
+    waits meanwhile (a big pass waits for its workers' first documents about as long)."""
+    start_in_background()
+
+
+class VectorStore:
+    """The LanceDB table of chunk vectors; build with `open` (writer) or `open_readonly`."""
+
+    def __init__(
+        self, directory: Path, table: VectorTable | None, *, writable: bool, hold_ids: bool
+    ) -> None:
+        self._directory = directory
+        self._rows = table
+        self._writable = writable
+        self._hold_ids = hold_ids
+        if table is not None and hold_ids:
+            table.hold_chunk_ids()
+
+    @classmethod
+    def open(cls, directory: Path, dim: int) -> VectorStore:
+        """Open for writing, creating the directory and table if missing.
+
+        Raises StoreError if the table holds vectors of another dimension (the model changed).
+        """
+        if dim <= 0:
+            raise ValueError(f"vector dimension must be positive, got {dim}")
+        table = open_vector_table(directory, create_dim=dim)
+        assert table is not None  # created when missing
+        if table.dim != dim:
+            raise StoreError(
+                f"the LanceDB store at {directory} holds {table.dim}-dimensional vectors but the "
+                f"embedding model gives {dim}",
+                hint=f"the model changed: delete {directory} and re-index everything",
+            )
+        return cls(directory, table, writable=True, hold_ids=False)
+
+    @classmethod
+    def open_readonly(cls, directory: Path, *, ids_in_memory: bool = False) -> VectorStore:
+        """Open for reading; creates nothing. A missing directory or table reads as empty.
+
+        With `ids_in_memory` the handle holds every row's chunk id, read here and then those
+        of newer rows once a search finds one, so searches need not read them from the
+        table: for a reader of many queries (`VectorTable.hold_chunk_ids`).
+        """
+        table = open_vector_table(directory)
+        return cls(directory, table, writable=False, hold_ids=ids_in_memory)
+
+    @property
+    def dim(self) -> int | None:
+        """The vector width, once a table exists."""
+        return None if self._rows is None else self._rows.dim
+
+    def _writer_table(self) -> VectorTable:
+        if not self._writable or self._rows is None:
+            raise StoreError(f"the LanceDB store at {self._directory} was opened read-only")
+        return self._rows
+
+    def replace_documents(
+        self, doc_ids: Collection[str], rows: Sequence[VectorRow], *, new: Collection[str] = ()
+    ) -> None:
+        """Make `rows` the complete set of chunks of `doc_ids`, in one LanceDB commit.
+
+        Upserts rows by chunk_id and deletes every other row of those documents; with no rows
+        it deletes the documents. Replaying a call leaves the same state. Every row's doc_id
+        must be in `doc_ids`. The filter lists all doc ids in one `IN (...)` whatever their
+        number, so the commit stays atomic (5,000 ids: ~0.4 s at 100k rows); callers should
+        batch in hundreds of documents, not tens of thousands.
+
+        `new` names documents this table has never held. When every document is new the
+        rows are appended: no upsert's join against every row of the table. A replay of such
+        a call would duplicate rows, so the caller must know (the manifest lists every
+        document before its rows are written).
+
+        Raises ValueError (before writing) for a bad vector, a duplicate chunk_id or a row of
+        another document; StoreError if LanceDB fails.
+        """
+        table = self._writer_table()
+        docs = list(dict.fromkeys(doc_ids))
+        known = set(docs)
+        for row in rows:
+            if row.doc_id not in known:
+                raise ValueError(
+                    f"chunk {row.chunk_id!r} belongs to {row.doc_id!r}, not in doc_ids"
+                )
+        matrix = checked_matrix(rows, table.dim)
+        if not docs:
+            return  # and so no rows either
+        in_docs = sql_in("doc_id", docs)
+        chunk_ids, row_docs = [r.chunk_id for r in rows], [r.doc_id for r in rows]
+        if not rows:
+            table.delete(in_docs)
+        elif known.issubset(new):
+            table.add(chunk_ids, row_docs, matrix)
+        else:
+            table.upsert(chunk_ids, row_docs, matrix, delete_others_where=in_docs)
+
+    def delete_chunks(self, chunk_ids: Collection[str]) -> None:
+        """Delete chunks by id, one commit per batch of IN_BATCH ids (each is idempotent)."""
+        table = self._writer_table()
+        ids = list(dict.fromkeys(chunk_ids))
+        for start in range(0, len(ids), IN_BATCH):
+            table.delete(sql_in("chunk_id", ids[start : start + IN_BATCH]))
+
+    def chunk_ids(self) -> set[str]:
+        """Every chunk id in the table (one scan of the chunk_id column)."""
+        return set() if self._rows is None else {str(v) for v in self._rows.column("chunk_id")}
+
+    def count(self) -> int:
+        """The number of rows."""
+        return 0 if self._rows is None else self._rows.count()
+
+    def search(self, vector: npt.NDArray[np.floating[Any]], limit: int) -> list[tuple[str, float]]:
+        """The `limit` nearest chunks as (chunk_id, cosine similarity), best first.
+
+        Zero vectors have no cosine similarity: they are left out, and a zero query returns
+        []. Raises ValueError for a query of the wrong shape or with NaN/inf.
+        """
+        return self.start_search(vector, limit)()
+
+    def start_search(
+        self, vector: npt.NDArray[np.floating[Any]], limit: int
+    ) -> Callable[[], list[tuple[str, float]]]:
+        """Start `search`; the returned function waits for its result. The caller can do
+        other work meanwhile (a hybrid query's BM25 search).
+
+        Raises ValueError at once for a query of the wrong shape or with NaN/inf.
+        """
+        if self._rows is None or limit <= 0:
+            return lambda: []
+        query = np.asarray(vector, dtype=np.float32)
+        if query.shape != (self._rows.dim,):
+            raise ValueError(f"query vector shape {query.shape}, expected ({self._rows.dim},)")
+        if not np.isfinite(query).all():
+            raise ValueError("query vector has NaN or infinite values")
+        return self._rows.start_nearest(query, limit)
+
+    def version_count(self) -> int:
+        """How many table versions are kept on disk (each commit adds one until cleanup)."""
+        return 0 if self._rows is None else self._rows.version_count()
+
+    def has_vector_index(self) -> bool:
+        """Whether the vector column has an ANN index (searches then use it)."""
+        return self._rows is not None and self._rows.has_index("vector")
+
+    def ensure_vector_index(self, min_rows: int = VECTOR_INDEX_MIN_ROWS) -> bool:
+        """Build the IVF_SQ vector index once the table holds `min_rows` rows, and again
+        once it holds INDEX_REGROWTH times the rows it was built for; True if built.
+
+        Rows written afterwards are searched exactly until `optimize` folds them in.
+        """
+        table = self._writer_table()
+        built_for = self._index_built_for() if self.has_vector_index() else None
+        rows = self.count()
+        if rows < min_rows or (built_for is not None and rows < INDEX_REGROWTH * built_for):
+            return False
+        partitions = max(1, rows // ROWS_PER_PARTITION)
+        table.create_index("vector", IvfSqIndex(partitions, IVF_SAMPLE_RATE))
+        table.set_field_metadata("vector", {BUILT_FOR: str(rows)})
+        return True
+
+    def _index_built_for(self) -> int:
+        """The rows the vector index was built for; 0 if not recorded (an older ragd built
+        it, or a crash came between the build and the record), which builds it again."""
+        recorded = self._writer_table().field_metadata("vector").get(BUILT_FOR, "")
+        return int(recorded) if recorded.isdigit() else 0
+
+    def small_fragments(self) -> int:
+        """How many data files are below LanceDB's target size (each commit adds one)."""
+        return 0 if self._rows is None else self._rows.small_fragments()
+
+    def needs_compaction(self) -> bool:
+        """Whether enough commits left small files for a compaction to pay."""
+        return self.small_fragments() >= COMPACT_AT_FRAGMENTS
+
+    def optimize(self, cleanup_older_than: timedelta) -> None:
+        """Compact files, build or update the vector index, drop versions older than
+        `cleanup_older_than`.
+
+        Keep the age at minutes while readers run: a reader still on a removed version can
+        fail.
+        """
+        self._writer_table().optimize(cleanup_older_than)
+        # After compacting: an index built over the one compacted file searches faster than
+        # one built over hundreds of small files and then compacted.
+        self.ensure_vector_index()
+
+    def refresh(self) -> None:
+        """Move to the latest commit (a handle otherwise stays on the version it opened)."""
+        if self._rows is not None:
+            self._rows.refresh()
+        elif not self._writable:
+            self._rows = open_vector_table(self._directory)
+            if self._rows is not None and self._hold_ids:
+                self._rows.hold_chunk_ids()
