@@ -114,7 +114,7 @@ def test_vectors_a_worker_computed_reach_the_store_without_the_model(
     given = embedder.embed(["one", "two"])
     embedder.texts.clear()
     write = replace(
-        write, chunks=tuple(replace(c, vector=given[n]) for n, c in enumerate(write.chunks))
+        write, chunks=tuple(c._replace(vector=given[n]) for n, c in enumerate(write.chunks))
     )
 
     batches.add(write, None)

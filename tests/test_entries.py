@@ -135,7 +135,7 @@ def guarded(
 
 
 def test_content_that_failed_before_is_unchanged_and_not_parsed_again(tmp_path: Path) -> None:
-    failed = replace(indexed(), status="failed", error="the parser crashed", chunk_count=0)
+    failed = indexed()._replace(status="failed", error="the parser crashed", chunk_count=0)
     pipeline = watching(tmp_path)
 
     again = guarded(tmp_path, pipeline, UPDATE, failed)

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from ragd.errors import DocumentError
 from ragd.indexing.chunking import ChunkSettings
 from ragd.indexing.file_outcomes import FileOutcome, file_outcome, known_hash, stat_unchanged
 from ragd.indexing.pipeline import Pipeline
-from ragd.indexing.preparing import Prepared, ToPrepare, prepare
-from ragd.sources.folders import FileContent, FileStat
+from ragd.indexing.preparing import Prepared, prepare
+from ragd.sources.folders import FileContent
 from ragd.stores.records import DocumentRecord, content_hash
 
 PIPELINE = Pipeline(ChunkSettings(300, 40), "fake-model")
 BODY = b"# Install\n\nRun the installer, then restart the shell.\n"
-ENTRY = FileStat("guide/install.md", len(BODY), 1_700_000_000_000_000_000)
+ENTRY = ("guide/install.md", len(BODY), 1_700_000_000_000_000_000)
 URI = "file:///docs/guide/install.md"
 # Checked long after the file's mtime, so its stat may stand for its content.
 CHECKED_AT = "2026-11-30T10:00:00Z"
@@ -24,11 +22,11 @@ def indexed(data: bytes = BODY, **changes: object) -> DocumentRecord:
     record = DocumentRecord(
         doc_id="docs:guide/install.md",
         source="docs",
-        key=ENTRY.key,
+        key=ENTRY[0],
         uri=URI,
         title="Install",
         size=len(data),
-        mtime_ns=ENTRY.mtime_ns,
+        mtime_ns=ENTRY[2],
         content_hash=content_hash(data),
         fingerprint=PIPELINE.fingerprint,
         status="indexed",
@@ -38,11 +36,11 @@ def indexed(data: bytes = BODY, **changes: object) -> DocumentRecord:
         checked_at=CHECKED_AT,
         chunk_count=1,
     )
-    return replace(record, **changes)  # type: ignore[arg-type]
+    return record._replace(**changes)  # type: ignore[arg-type]
 
 
 def read(data: bytes = BODY, *, known: str | None = None) -> Prepared:
-    file = ToPrepare(ENTRY.key, f"docs:{ENTRY.key}", known, len(data))
+    file = (ENTRY[0], f"docs:{ENTRY[0]}", known, len(data))
     return prepare(file, PIPELINE, lambda key: FileContent(data, len(data), 42))
 
 
@@ -106,13 +104,13 @@ def test_a_new_pipeline_fingerprint_changes_the_same_bytes() -> None:
 
 
 def test_an_unreadable_file_fails_with_the_listed_stat_and_no_hash() -> None:
-    prepared = prepare(ToPrepare(ENTRY.key, f"docs:{ENTRY.key}", None, 0), PIPELINE, unreadable)
+    prepared = prepare((ENTRY[0], f"docs:{ENTRY[0]}", None, 0), PIPELINE, unreadable)
     result = outcome(indexed(), prepared)
 
     assert result.kind == "failed"
     assert result.write is not None and result.write.status == "failed"
     assert result.write.error is not None and "permission denied" in result.write.error
-    assert (result.write.size, result.write.mtime_ns) == (ENTRY.size, ENTRY.mtime_ns)
+    assert (result.write.size, result.write.mtime_ns) == (ENTRY[1], ENTRY[2])
     assert result.write.content_hash is None
 
 
@@ -140,5 +138,5 @@ def test_a_stat_stands_for_the_content_only_when_it_matches_and_vouches() -> Non
     racy = indexed(checked_at="2023-11-14T22:13:30Z")  # checked within a minute of the mtime
 
     assert stat_unchanged(indexed(), ENTRY, fingerprint) is True
-    assert stat_unchanged(indexed(), ENTRY._replace(size=ENTRY.size + 1), fingerprint) is False
+    assert stat_unchanged(indexed(), (ENTRY[0], ENTRY[1] + 1, ENTRY[2]), fingerprint) is False
     assert stat_unchanged(racy, ENTRY, fingerprint) is False

@@ -29,7 +29,7 @@ def test_listing_selects_by_include_and_exclude_with_posix_keys(tmp_path: Path) 
 
     listing = _source(tmp_path, exclude=("drafts/",)).scan()
 
-    assert [f.key for f in listing.files] == ["a/b/deep.md", "top.md"]
+    assert [f[0] for f in listing.files] == ["a/b/deep.md", "top.md"]
 
 
 _TREE_NAMES = ("a", ".hidden", "node_modules", "docs", "x.md")
@@ -81,7 +81,7 @@ def test_a_scan_lists_the_selected_files_below_directories_not_excluded(
             continue
         expected += [k for k in ("/".join([*parts, n]) for n in names) if source.selects(k)]
 
-    assert [f.key for f in source.scan().files] == sorted(expected)
+    assert [f[0] for f in source.scan().files] == sorted(expected)
 
 
 @settings(max_examples=60, deadline=None)
@@ -91,7 +91,7 @@ def test_a_file_or_a_subtree_is_selected_exactly_when_a_scan_from_the_root_lists
 ) -> None:
     """What a watcher hint checks (one key, one directory) agrees with the full scan."""
     source = _source(tree, include=("**/*.md", "*.txt"), exclude=tuple(exclude))
-    listed = [f.key for f in source.scan().files]
+    listed = [f[0] for f in source.scan().files]
     for directory, _, names in os.walk(tree):
         rel = Path(directory).relative_to(tree).as_posix()
         base = "" if rel == "." else rel + "/"
@@ -99,7 +99,7 @@ def test_a_file_or_a_subtree_is_selected_exactly_when_a_scan_from_the_root_lists
             assert source.selects(key) == (key in listed), key
         if base:
             below = [k for k in listed if k.startswith(base)]
-            assert [f.key for f in source.scan(rel).files] == below, rel
+            assert [f[0] for f in source.scan(rel).files] == below, rel
 
 
 def test_a_negation_below_an_excluded_directory_re_includes_nothing(tmp_path: Path) -> None:
@@ -126,7 +126,7 @@ def test_symlinks_to_files_and_directories_are_not_followed(tmp_path: Path) -> N
 
     listing = _source(root).scan()
 
-    assert [f.key for f in listing.files] == ["real.md"]
+    assert [f[0] for f in listing.files] == ["real.md"]
     assert listing.skipped_symlinks == 3
 
 

@@ -42,7 +42,7 @@ def page_root(directory: Path) -> Path:
 
 def files_of(root: Path) -> list[ToPrepare]:
     return [
-        ToPrepare(path.name, f"docs:{path.name}", None, path.stat().st_size)
+        (path.name, f"docs:{path.name}", None, path.stat().st_size)
         for path in sorted(root.iterdir())
     ]
 
@@ -75,7 +75,7 @@ def root(tmp_path: Path) -> Path:
 
 
 def one(key: str, known: str | None = None) -> ToPrepare:
-    return ToPrepare(key, f"docs:{key}", known, 0)
+    return (key, f"docs:{key}", known, 0)
 
 
 def test_a_file_that_cannot_be_read_is_an_outcome_with_a_reason(root: Path) -> None:
@@ -148,8 +148,8 @@ def test_a_task_prepares_what_preparing_each_file_gives(root: Path) -> None:
 
 
 def test_tasks_hold_at_most_their_files_or_about_their_bytes() -> None:
-    small = [ToPrepare(f"s{n}.md", f"d:s{n}", None, 100) for n in range(130)]
-    big = [ToPrepare(f"b{n}.md", f"d:b{n}", None, 600_000) for n in range(3)]
+    small = [(f"s{n}.md", f"d:s{n}", None, 100) for n in range(130)]
+    big = [(f"b{n}.md", f"d:b{n}", None, 600_000) for n in range(3)]
     numbered = list(enumerate(small + big))
 
     tasks = tasks_of(numbered, TaskShape(files=64, bytes=1 << 20, ahead_tasks=1, ahead_bytes=0))

@@ -72,7 +72,7 @@ from ragd.sources.folders import FolderSource
 from ragd.stores.data_dir import DataDir, WriterStores
 from ragd.stores.keywords import KeywordRow, KeywordStore
 from ragd.stores.manifest import Manifest
-from ragd.stores.records import ChunkRecord, DocumentWrite, Vector
+from ragd.stores.records import ChunkRow, DocumentWrite, Vector
 from ragd.stores.vectors import VectorRow, VectorStore
 from tests.conftest import FakeEmbedder
 
@@ -185,7 +185,7 @@ class TrippingManifest(Manifest):
         self.wire.step("manifest.mark_pending")
         super().mark_pending(docs)
 
-    def commit(self, writes: Sequence[DocumentWrite[ChunkRecord]], *, checked_at: str) -> None:
+    def commit(self, writes: Sequence[DocumentWrite[ChunkRow]], *, checked_at: str) -> None:
         self.wire.step("manifest.commit")
         super().commit(writes, checked_at=checked_at)
 

@@ -129,7 +129,7 @@ def test_a_file_that_kills_every_worker_is_failed_and_the_rest_go_on(
         )
     )
 
-    at = [f.key for f in files].index(fatal)
+    at = [f[0] for f in files].index(fatal)
     failed = there[at]
     assert (failed.size, failed.mtime_ns, failed.digest) == (
         here[at].size,

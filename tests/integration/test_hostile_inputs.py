@@ -403,7 +403,7 @@ def _folder(root: Path) -> FolderSource:
 def test_reading_a_file_that_vanished_after_listing_is_a_document_error(tmp_path: Path) -> None:
     (tmp_path / "gone.md").write_text("# Gone\n\nsoon\n")
     folder = _folder(tmp_path)
-    assert [f.key for f in folder.scan().files] == ["gone.md"]
+    assert [f[0] for f in folder.scan().files] == ["gone.md"]
     (tmp_path / "gone.md").unlink()
 
     with pytest.raises(DocumentError, match="vanished"):
@@ -416,7 +416,7 @@ def test_a_file_swapped_for_a_fifo_after_listing_is_refused_without_blocking(
     path = tmp_path / "swap.md"
     path.write_text("# Swap\n\ntext\n")
     folder = _folder(tmp_path)
-    assert [f.key for f in folder.scan().files] == ["swap.md"]
+    assert [f[0] for f in folder.scan().files] == ["swap.md"]
     path.unlink()
     os.mkfifo(path)
     outcome: list[BaseException | FileContent] = []
@@ -447,7 +447,7 @@ def test_a_file_swapped_for_a_symlink_out_of_the_root_is_refused(tmp_path: Path)
     path = root / "swap.md"
     path.write_text("# Swap\n\ntext\n")
     folder = _folder(root)
-    assert [f.key for f in folder.scan().files] == ["swap.md"]
+    assert [f[0] for f in folder.scan().files] == ["swap.md"]
     path.unlink()
     path.symlink_to(tmp_path / "secret.md")
 

@@ -63,7 +63,9 @@ class WriteCounts:
     chunks_deleted: int = 0
 
 
-@dataclass
+# Slots, and no empty frozenset: a batch holds up to 8,192 of these for seconds, and each
+# object it holds is one more for every full collection of the cycle collector to walk.
+@dataclass(slots=True)
 class _Pending:
     """A document decision waiting in the batch: its manifest write and its new chunks."""
 
@@ -73,7 +75,7 @@ class _Pending:
     # is preceded by the manifest row that names it (mark_pending), and a data_dir whose
     # manifest went missing is reconciled before its first pass (WriterStores).
     new: bool
-    old_chunk_ids: frozenset[str]
+    old_chunk_ids: frozenset[str] | None  # None: it had no chunks
     started: float
 
 
@@ -128,7 +130,7 @@ class BatchWriter:
         old_ids = (
             frozenset(c.chunk_id for c in self.manifest.chunks_of(record.doc_id))
             if had_chunks and record is not None
-            else frozenset()
+            else None
         )
         self._queue.append(
             _Pending(
@@ -196,8 +198,9 @@ class BatchWriter:
         self.manifest.commit([p.write for p in batch], checked_at=self.checked_at)
         committed = time.monotonic()
         for p in batch:
-            new_ids = {c.chunk_id for c in p.write.chunks}
-            self.counts.chunks_deleted += len(p.old_chunk_ids - new_ids)
+            if p.old_chunk_ids is not None:
+                new_ids = {c.chunk_id for c in p.write.chunks}
+                self.counts.chunks_deleted += len(p.old_chunk_ids - new_ids)
             if self.on_event is not None:
                 self.on_event(
                     DocumentEvent(

@@ -45,13 +45,14 @@ def file_outcome(
     """Decide what the file `entry`, read as `prepared`, does to the document `record`
     (None: never indexed) under the pipeline `fingerprint`. `full` rewrites an unchanged
     document anyway."""
-    doc_id = f"{source}:{entry.key}"
+    key, listed_size, listed_mtime_ns = entry
+    doc_id = f"{source}:{key}"
 
     def failed(reason: str, size: int, mtime_ns: int, digest: str | None) -> FileOutcome:
         write: PreparedWrite = DocumentWrite(
             doc_id=doc_id,
             source=source,
-            key=entry.key,
+            key=key,
             uri=uri,
             status="failed",
             size=size,
@@ -63,7 +64,7 @@ def file_outcome(
         return FileOutcome("failed", write)
 
     if prepared.size is None or prepared.mtime_ns is None:
-        return failed(prepared.error or "unreadable", entry.size, entry.mtime_ns, None)
+        return failed(prepared.error or "unreadable", listed_size, listed_mtime_ns, None)
     size, mtime_ns, digest = prepared.size, prepared.mtime_ns, prepared.digest
     kind: FileKind
     if (
@@ -85,7 +86,7 @@ def file_outcome(
     write: PreparedWrite = DocumentWrite(
         doc_id=doc_id,
         source=source,
-        key=entry.key,
+        key=key,
         uri=uri,
         status="indexed",
         title=processed.title,
@@ -106,7 +107,7 @@ def stat_unchanged(record: DocumentRecord, entry: FileStat, fingerprint: str) ->
     the same size within one timestamp tick of the last (coarse clocks, FAT, network
     mounts) leaves both equal: hinted files are read and hashed instead.
     """
-    same_stat = (record.size, record.mtime_ns) == (entry.size, entry.mtime_ns)
+    same_stat = (record.size, record.mtime_ns) == (entry[1], entry[2])
     return same_stat and stat_vouches(record, fingerprint)
 
 

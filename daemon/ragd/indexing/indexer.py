@@ -183,13 +183,13 @@ class Indexer:
         for entry in listing.files:
             if self._pass.stopping():
                 return same_stat
-            state = state_of(entry.key)
+            state = state_of(entry[0])
             if state is None:
                 todo.append((entry, None))
             elif state == entry and not full:
                 same_stat.append(entry)
             else:
-                todo.append((entry, self.manifest.document(f"{source.name}:{entry.key}")))
+                todo.append((entry, self.manifest.document(f"{source.name}:{entry[0]}")))
         self._pass.report.unchanged += len(same_stat)
         if progress is not None:
             progress(len(same_stat))
@@ -198,10 +198,8 @@ class Indexer:
             vectors.prepare_in_background()  # the first write needs lancedb
         ready = prepare_in_order(
             [
-                ToPrepare(
-                    e.key, f"{source.name}:{e.key}", known_hash(r, fingerprint, full=full), e.size
-                )
-                for e, r in todo
+                (key, f"{source.name}:{key}", known_hash(r, fingerprint, full=full), size)
+                for (key, size, _), r in todo
             ],
             self.pipeline,
             read=source.read,
@@ -245,9 +243,9 @@ class Indexer:
                 for entry in listing.files:
                     if self._pass.stopping():
                         break
-                    record = known.get(entry.key)
+                    record = known.get(entry[0])
                     if record is not None and stat_unchanged(record, entry, fingerprint):
-                        self._pass.unchanged(record.doc_id, entry.size, entry.mtime_ns)
+                        self._pass.unchanged(record.doc_id, entry[1], entry[2])
                     else:
                         self._visit(source, entry, record, full=False)
                 self._delete_unlisted(source, listing, known)
@@ -365,18 +363,19 @@ class Indexer:
         full: bool,
         prepared: Prepared | None = None,
     ) -> None:
-        doc_id = f"{source.name}:{entry.key}"
+        key = entry[0]
+        doc_id = f"{source.name}:{key}"
         if not self._pass.first_time(doc_id):
             return
         started = time.monotonic()
         fingerprint = self.pipeline.fingerprint
         if prepared is None:
-            file = ToPrepare(entry.key, doc_id, known_hash(record, fingerprint, full=full), 0)
+            file: ToPrepare = (key, doc_id, known_hash(record, fingerprint, full=full), 0)
             guard = self.parse_guard.for_files(source.name, source.uri_for, fingerprint)
             prepared = prepare(file, self.pipeline, source.read, guard)
         outcome = file_outcome(
             source.name,
-            source.uri_for(entry.key),
+            source.uri_for(key),
             entry,
             record,
             prepared,

@@ -14,13 +14,14 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import NamedTuple
 
 from ragd.indexing.chunking import CHUNKER_VERSION, ChunkSettings, chunk_document, labelled_text
 from ragd.indexing.faults import NO_FAULTS, FaultPlan
 from ragd.indexing.parsers import PARSER_VERSION, UnsupportedDocument, parse_document
 from ragd.stores.keywords import KeywordRow
 from ragd.stores.manifest_reader import ManifestReader
-from ragd.stores.records import ChunkRecord, DocumentWrite, Vector
+from ragd.stores.records import DocumentWrite, Vector
 
 # About 20 MB of prose at the default max_chars: more is a generated file, not a document.
 MAX_CHUNKS_PER_DOCUMENT = 25_000
@@ -37,14 +38,21 @@ def embed_key(model_identity: str, embed_text: str) -> str:
     return hashlib.sha256(f"{model_identity}\0{embed_text}".encode()).hexdigest()[:32]
 
 
-@dataclass(frozen=True)  # no slots: it crosses from the worker (see ChunkRecord)
-class PreparedChunk(ChunkRecord):
-    """A chunk on its way to the stores: its manifest row, the labelled text that is
-    embedded and BM25-indexed, and what a worker already computed for it: its vector and
-    its identifier terms (`" ".join(identifier_terms(embed_text))`)."""
+# Named tuples, as the other values a pass makes by the ten thousand (ragd.indexing.preparing):
+# cheap to build and to unpickle from a worker, and one object each for the cycle collector.
+class PreparedChunk(NamedTuple):
+    """A chunk on its way to the stores: its manifest row (a `ChunkRow`), the labelled text
+    that is embedded and BM25-indexed, and what a worker already computed for it: its
+    vector and its identifier terms (`" ".join(identifier_terms(embed_text))`)."""
 
+    chunk_id: str
+    doc_id: str
+    ordinal: int
+    heading_path: tuple[str, ...]
+    text: str
+    embed_key: str
     embed_text: str
-    vector: Vector | None = field(default=None, compare=False)
+    vector: Vector | None = None
     identifiers: str | None = None
 
 
@@ -52,9 +60,8 @@ PreparedWrite = DocumentWrite[PreparedChunk]
 """A document's write as the indexer makes it: its chunks carry what the stores need."""
 
 
-@dataclass(frozen=True)  # no slots: it crosses from the worker
-class ProcessedDocument:
-    """A parsed and chunked document, before embedding."""
+class ProcessedDocument(NamedTuple):
+    """A parsed and chunked document."""
 
     title: str
     chunks: tuple[PreparedChunk, ...]

@@ -15,7 +15,7 @@ from collections import deque
 from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import Executor, Future
 from contextlib import nullcontext
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import NamedTuple, ParamSpec, TypeVar
 
 from ragd.embedding import Embedder
@@ -27,15 +27,13 @@ from ragd.sources.folders import FileContent
 from ragd.stores.identifiers import identifier_terms
 from ragd.stores.records import content_hash
 
+# The values a pass makes per file are tuples. A 38k-file pass holds ~150k of them for its
+# whole length, and every object the cycle collector tracks is walked by each of its full
+# collections (ten or so a pass): an exact tuple of strings and numbers is not tracked at
+# all, and a named tuple is one object where a dataclass is two (it and its __dict__).
 
-class ToPrepare(NamedTuple):
-    """A file to prepare: its key and document id, the hash its content had when last
-    indexed, and its size."""
-
-    key: str
-    doc_id: str
-    known_hash: str | None
-    size: int
+ToPrepare = tuple[str, str, str | None, int]
+"""A file to prepare: (key, doc_id, the hash its content had when last indexed, size)."""
 
 
 Reader = Callable[[str], FileContent]
@@ -43,10 +41,7 @@ T = TypeVar("T")
 P = ParamSpec("P")
 
 
-# No slots: a slotted frozen dataclass unpickles through dataclasses' __setstate__, 2.7x
-# slower than a plain __dict__, and every prepared document crosses the pipe from a worker.
-@dataclass(frozen=True)
-class Prepared:
+class Prepared(NamedTuple):
     """What a file became. `size` is None when it could not be read (`error` says why);
     `processed` is None when its content hashed to the known hash, or when it cannot be
     parsed (`error` set)."""
@@ -63,16 +58,17 @@ def prepare(
 ) -> Prepared:
     """Read, hash and (unless the content hashes to its known hash) parse and chunk one
     file, the parse inside `guard` when given (ragd.indexing.parse_guard)."""
+    key, doc_id, known_hash, _ = file
     try:
-        content = read(file.key)
+        content = read(key)
     except DocumentError as exc:
         return Prepared(None, None, None, None, exc.message)
     digest = content_hash(content.data)
-    if digest == file.known_hash:
+    if digest == known_hash:
         return Prepared(content.size, content.mtime_ns, digest, None, None)
     try:
-        with nullcontext() if guard is None else guard(file.key, content, digest):
-            processed = pipeline.process(content.data, file.key, file.doc_id)
+        with nullcontext() if guard is None else guard(key, content, digest):
+            processed = pipeline.process(content.data, key, doc_id)
     except UnsupportedDocument as exc:
         return Prepared(content.size, content.mtime_ns, digest, None, exc.reason)
     return Prepared(content.size, content.mtime_ns, digest, processed, None)
@@ -104,19 +100,16 @@ def prepare_task(
     matrix = embedder.embed(texts)
     row = {text: n for n, text in enumerate(texts)}
     return [
-        replace(
-            p,
-            processed=replace(
-                p.processed,
+        p._replace(
+            processed=p.processed._replace(
                 chunks=tuple(
-                    replace(
-                        c,
+                    c._replace(
                         vector=matrix[row[c.embed_text]],
                         identifiers=" ".join(identifier_terms(c.embed_text)),
                     )
                     for c in p.processed.chunks
-                ),
-            ),
+                )
+            )
         )
         if p.processed
         else p
@@ -159,12 +152,12 @@ def tasks_of(
     task: list[tuple[int, ToPrepare]] = []
     size = 0
     for numbered in files:
-        f = numbered[1]
-        if task and (len(task) == shape.files or size + f.size > shape.bytes):
+        file_size = numbered[1][3]
+        if task and (len(task) == shape.files or size + file_size > shape.bytes):
             tasks.append(task)
             task, size = [], 0
         task.append(numbered)
-        size += f.size
+        size += file_size
     if task:
         tasks.append(task)
     return tasks
@@ -189,7 +182,7 @@ def in_order(
                 not pending or (len(pending) < shape.ahead_tasks and ahead < shape.ahead_bytes)
             ):
                 task = tasks[submitted]
-                size = sum(f.size for _, f in task)
+                size = sum(f[3] for _, f in task)
                 pending.append((submit(submitted, task), size, task))
                 ahead += size
                 submitted += 1

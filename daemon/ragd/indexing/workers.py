@@ -10,14 +10,17 @@ worker's death (a parser crashing natively on one file) costs that file, not the
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
+import pickle
 import select
 import threading
 from collections.abc import Generator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future, InvalidStateError, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
+from multiprocessing.shared_memory import SharedMemory
 from typing import Any
 
 from ragd.embedding import Embedder
@@ -164,9 +167,9 @@ def _exit_with(caller: int) -> None:
 
 def _worker_task(
     index: int, files: Sequence[tuple[int, ToPrepare]], read: Reader
-) -> list[Prepared]:
+) -> tuple[str, int]:
     """In the worker: `prepare_task` on task `index`'s numbered files, with embedding,
-    noting in the pool's array which file it is on."""
+    noting in the pool's array which file it is on; the results go out by `_ship`."""
     assert _worker is not None, "the worker's initializer did not run"
     pipeline, embedder, busy = _worker
 
@@ -177,10 +180,68 @@ def _worker_task(
         [f for _, f in files], pipeline, read, embedder=embedder, on_file=on_file
     )
     busy[index] = -2
+    return _ship(prepared)
+
+
+def _ship(prepared: list[Prepared]) -> tuple[str, int]:
+    """A task's results, pickled into a shared memory block for the caller to read and
+    free; the executor's pipe then carries only the block's name and size.
+
+    A task's results (~150 kB: its chunks' texts and vectors) do not fit the executor's
+    64 kB result pipe. Sent through it, a worker waits in `send` until the calling
+    process's result thread drains the pipe, and that thread waits for the GIL while the
+    calling process writes the stores: the workers then sat idle for a tenth of a pass.
+    """
+    # Protocol 4: under 5, each unpickled vector would keep a view of the whole pickle
+    # alive (two more objects per chunk for the cycle collector, and the bytes held).
+    data = pickle.dumps(prepared, protocol=4)
+    block = SharedMemory(create=True, size=max(1, len(data)))
+    try:
+        assert block.buf is not None  # None only once closed
+        block.buf[: len(data)] = data
+        return block.name, len(data)
+    finally:
+        block.close()
+
+
+def _unship(name: str, size: int) -> list[Prepared]:
+    """The results in the block `_ship` filled; the block is freed."""
+    block = SharedMemory(name=name)
+    try:
+        assert block.buf is not None  # None only once closed
+        data = bytes(block.buf[:size])
+    finally:
+        block.close()
+        block.unlink()
+    prepared: list[Prepared] = pickle.loads(data)  # noqa: S301 - our own worker's bytes
     return prepared
 
 
 # -- in the calling process -------------------------------------------------------------
+
+
+def _submit(
+    pool: ProcessPoolExecutor, index: int, task: list[tuple[int, ToPrepare]], read: Reader
+) -> Future[list[Prepared]]:
+    """Run task `index` on the pool; the future holds its results, already received (so
+    a finished task's block is freed even if nobody asks for the results)."""
+    results: Future[list[Prepared]] = Future()
+    running = pool.submit(_worker_task, index, task, read)
+
+    def received(done: Future[tuple[str, int]]) -> None:
+        if done.cancelled():
+            results.cancel()
+            return
+        error = done.exception()
+        with contextlib.suppress(InvalidStateError):  # `results` was cancelled meanwhile
+            if error is not None:
+                results.set_exception(error)
+            else:
+                results.set_result(_unship(*done.result()))
+
+    running.add_done_callback(received)
+    results.add_done_callback(lambda f: running.cancel() if f.cancelled() else None)
+    return results
 
 
 def _pool(
@@ -219,7 +280,7 @@ def _on_workers(
     following = start  # the number of the next file to yield
 
     def submit(index: int, task: list[tuple[int, ToPrepare]]) -> Future[list[Prepared]]:
-        return pool.submit(_worker_task, index, task, workers.read)
+        return _submit(pool, index, task, workers.read)
 
     with pool:
         ready = in_order(tasks, submit, ON_WORKERS)
@@ -253,13 +314,13 @@ def _alone(
     try:
         pool, _ = _pool(pipeline, workers.embedder, 1, 1)
         with pool:
-            return pool.submit(_worker_task, 0, [(number, f)], workers.read).result()[0]
+            return _submit(pool, 0, [(number, f)], workers.read).result()[0]
     except BrokenProcessPool:
         pass
     except OSError:
         return prepare(f, pipeline, read, guard)
     try:
-        content = read(f.key)
+        content = read(f[0])
     except DocumentError as exc:
         return Prepared(None, None, None, None, exc.message)
     return Prepared(content.size, content.mtime_ns, content_hash(content.data), None, CRASHED)

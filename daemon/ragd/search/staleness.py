@@ -60,7 +60,7 @@ def _file_reasons(doc: DocumentRecord, folder: FolderSource, *, verify_content: 
     current = folder.stat(doc.key)
     if current is None:
         return [SOURCE_DELETED]
-    if (current.size, current.mtime_ns) == (doc.size, doc.mtime_ns):
+    if (current[1], current[2]) == (doc.size, doc.mtime_ns):
         return []
     if not verify_content:
         return [SOURCE_CHANGED]

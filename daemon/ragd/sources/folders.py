@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 from pathlib import Path, PurePosixPath
-from typing import NamedTuple
 from urllib.parse import quote
 
 from ragd.adapters.pathspec import glob_matcher
@@ -24,16 +23,12 @@ from ragd.errors import DocumentError, SourceError
 _READ_MORE = 64 << 10  # bytes per read once a file has grown past its stat
 
 
-class FileStat(NamedTuple):
-    """A file as listed: its key (POSIX path relative to the root), size and mtime.
+FileStat = tuple[str, int, int]
+"""A file as listed: (key, size, mtime_ns), the key its POSIX path relative to the root.
 
-    A named tuple, not a frozen dataclass: a scan makes one per file, and this is twice as
-    fast to build.
-    """
-
-    key: str
-    size: int
-    mtime_ns: int
+A plain tuple: a scan makes one per file and a pass keeps them all, and an exact tuple of
+a string and numbers is not tracked by the cycle collector (see ragd.indexing.preparing).
+"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,7 +188,7 @@ class FolderSource:
                     listing.skipped_names.append(os.fsencode(key).decode("utf-8", "replace"))
                 elif self._includes(key) and not self._excludes_listed_file(key):
                     st = entry.stat(follow_symlinks=False)
-                    listing.files.append(FileStat(key, st.st_size, st.st_mtime_ns))
+                    listing.files.append((key, st.st_size, st.st_mtime_ns))
             else:
                 listing.skipped_special += 1
         except FileNotFoundError:
@@ -208,7 +203,7 @@ class FolderSource:
             return None
         if not stat.S_ISREG(st.st_mode):
             return None
-        return FileStat(key, st.st_size, st.st_mtime_ns)
+        return key, st.st_size, st.st_mtime_ns
 
     def read(self, key: str) -> FileContent:
         """Read a file once; raise DocumentError with a one-line reason when it cannot be read."""

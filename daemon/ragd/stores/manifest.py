@@ -19,7 +19,7 @@ import numpy as np
 from ragd.errors import StoreError
 from ragd.stores.manifest_reader import ManifestReader
 from ragd.stores.manifest_schema import UPSERT_DOCUMENT_FIELDS, UPSERT_DOCUMENT_SQL, connect_writer
-from ragd.stores.records import ChunkRecord, DocumentWrite, Vector, listing_digest, utc_now
+from ragd.stores.records import ChunkRow, DocumentWrite, Vector, listing_digest, utc_now
 
 
 class Manifest(ManifestReader):
@@ -77,7 +77,7 @@ class Manifest(ManifestReader):
                 [(d, s, k, u, status, now) for d, s, k, u, status in docs],
             )
 
-    def commit(self, writes: Sequence[DocumentWrite[ChunkRecord]], *, checked_at: str) -> None:
+    def commit(self, writes: Sequence[DocumentWrite[ChunkRow]], *, checked_at: str) -> None:
         """Make the stores' new state official: replace chunk rows and settle each document.
 
         `checked_at` is when the pass that read them began. Each document at most once per
@@ -208,5 +208,5 @@ class Manifest(ManifestReader):
         return True
 
 
-def _chunk_row(c: ChunkRecord) -> tuple[str, str, int, str, str, str]:
+def _chunk_row(c: ChunkRow) -> tuple[str, str, int, str, str, str]:
     return (c.chunk_id, c.doc_id, c.ordinal, json.dumps(list(c.heading_path)), c.text, c.embed_key)

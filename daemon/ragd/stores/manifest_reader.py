@@ -66,7 +66,8 @@ class ManifestReader:
         if source is not None:
             sql, args = sql + " WHERE d.source = ?", (source,)
         return [
-            DocumentRecord(*row) for row in self._conn.execute(sql + " ORDER BY d.doc_id", args)
+            DocumentRecord._make(row)
+            for row in self._conn.execute(sql + " ORDER BY d.doc_id", args)
         ]
 
     def documents_under(self, source: str, prefix: str) -> list[DocumentRecord]:
@@ -77,12 +78,12 @@ class ManifestReader:
             SELECT_DOCUMENTS + " WHERE d.source = ? AND d.key >= ? AND d.key < ? ORDER BY d.key",
             (source, low, high),
         )
-        return [DocumentRecord(*row) for row in rows]
+        return [DocumentRecord._make(row) for row in rows]
 
     def document(self, doc_id: str) -> DocumentRecord | None:
         """One document row, or None."""
         row = self._conn.execute(SELECT_DOCUMENTS + " WHERE d.doc_id = ?", (doc_id,)).fetchone()
-        return None if row is None else DocumentRecord(*row)
+        return None if row is None else DocumentRecord._make(row)
 
     def file_states(self, source: str, fingerprint: str) -> dict[str, FileState]:
         """Per key of a source: (key, size, mtime_ns) as last indexed, or (key, None, None)

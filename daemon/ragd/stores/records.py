@@ -11,7 +11,7 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Generic, TypeVar
+from typing import Generic, NamedTuple, Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -39,9 +39,9 @@ def parse_time(text: str) -> datetime:
     return datetime.fromisoformat(text)
 
 
-@dataclass(frozen=True, slots=True)
-class DocumentRecord:
-    """One document row."""
+class DocumentRecord(NamedTuple):
+    """One document row. A named tuple, as the manifest reads them by the ten thousand
+    (every document, for `ragd status`): cheap to build from a row."""
 
     doc_id: str
     source: str
@@ -60,11 +60,27 @@ class DocumentRecord:
     chunk_count: int = 0
 
 
-# No slots: a chunk being written is a subclass (ragd.indexing.pipeline.PreparedChunk)
-# that crosses from worker processes, and a slotted dataclass unpickles 2.7x slower.
-@dataclass(frozen=True)
-class ChunkRecord:
-    """One chunk row: what the stores index, and what a query returns."""
+class ChunkRow(Protocol):
+    """What the manifest stores of a chunk; `ChunkRecord` is one, and so is the chunk the
+    indexer writes (ragd.indexing.pipeline.PreparedChunk), which carries more."""
+
+    @property
+    def chunk_id(self) -> str: ...
+    @property
+    def doc_id(self) -> str: ...
+    @property
+    def ordinal(self) -> int: ...
+    @property
+    def heading_path(self) -> tuple[str, ...]: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def embed_key(self) -> str: ...
+
+
+class ChunkRecord(NamedTuple):
+    """One chunk row as the manifest holds it: what the stores index, and what a query
+    returns."""
 
     chunk_id: str
     doc_id: str
@@ -74,7 +90,7 @@ class ChunkRecord:
     embed_key: str
 
 
-C = TypeVar("C", bound=ChunkRecord, covariant=True)
+C = TypeVar("C", bound=ChunkRow, covariant=True)
 
 
 @dataclass(frozen=True, slots=True)
