@@ -2,7 +2,9 @@
 
 Owns argument parsing, JSON output (the text people read is `ragd.cli.text`), and the
 one place where errors become one-line messages and exit codes: 0 success, 1 runtime failure,
-2 usage or configuration error (including a refused query).
+2 usage or configuration error (including a refused query). Each command imports the part
+of the engine it runs when it runs: `ragd status` beside a daemon only asks it over HTTP,
+so it should not pay for importing the indexer.
 """
 
 from __future__ import annotations
@@ -12,22 +14,21 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, get_args
 
 import click
 
 from ragd.cli.daemon_client import ask_daemon, status_url
-from ragd.cli.text import Progress, eval_text, index_summary, query_text, status_text
-from ragd.config import Config, load_config, resolve_config_path
+from ragd.cli.text import Progress, eval_text, index_summary, query_text, status_text, verdict
+from ragd.config import Config, SearchMode, load_config, resolve_config_path
 from ragd.errors import ConfigError, LockedError, RagdError, UsageError
 from ragd.indexing.faults import NO_FAULTS, FaultPlan
-from ragd.search.evaluation import check_gold_paths, evaluate, load_gold
-from ragd.search.searcher import MODES, Mode
-from ragd.search.status import verdict
-from ragd.service.logs import configure_logging
-from ragd.service.runtime import Runtime
+
+if TYPE_CHECKING:
+    from ragd.service.runtime import Runtime
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+MODES: tuple[SearchMode, ...] = get_args(SearchMode)
 
 
 def _exit_code(error: RagdError) -> int:
@@ -40,10 +41,15 @@ class _State:
         self.faults = faults
         self._config: Config | None = None
 
-    def runtime(self) -> Runtime:
+    def config(self) -> Config:
         if self._config is None:
             self._config = load_config(resolve_config_path(self.config_path, os.environ))
-        return Runtime.from_config(self._config, faults=self.faults)
+        return self._config
+
+    def runtime(self) -> Runtime:
+        from ragd.service.runtime import Runtime
+
+        return Runtime.from_config(self.config(), faults=self.faults)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -126,7 +132,7 @@ def query(
     state: _State,
     text: str,
     k: int | None,
-    mode: Mode | None,
+    mode: SearchMode | None,
     exclude_stale: bool,
     expand: bool,
     as_json: bool,
@@ -170,7 +176,7 @@ def status(state: _State, as_json: bool, check: bool, list_stale: bool) -> int:
     watcher health, next scheduled jobs, LanceDB versions. Otherwise the stores are read
     directly.
     """
-    report = _status_report(state.runtime())
+    report = _status_report(state)
     code, line = verdict(report)
     if as_json:
         click.echo(json.dumps(report, indent=2, ensure_ascii=False))
@@ -188,14 +194,15 @@ def status(state: _State, as_json: bool, check: bool, list_stale: bool) -> int:
     return code if check else EXIT_OK
 
 
-def _status_report(runtime: Runtime) -> dict[str, Any]:
-    http = runtime.config.http
-    answer = ask_daemon(status_url(http.host, http.port), runtime.data_dir.root)
+def _status_report(state: _State) -> dict[str, Any]:
+    config = state.config()
+    http = config.http
+    answer = ask_daemon(status_url(http.host, http.port), config.daemon.data_dir)
     if answer.note:
         click.echo(f"ragd: note: {answer.note}; reading the stores instead", err=True)
     if answer.report is not None:
         return answer.report
-    return runtime.status().to_json()
+    return state.runtime().status().to_json()
 
 
 @cli.command(name="eval")
@@ -211,9 +218,11 @@ def eval_command(state: _State, gold: Path, k: int, mode: str, as_json: bool) ->
 
     Indexes nothing; refuses to run if a gold path is not in the index.
     """
+    from ragd.search.evaluation import check_gold_paths, evaluate, load_gold
+
     runtime = state.runtime()
     questions = load_gold(gold)
-    modes: list[Mode] = list(MODES) if mode == "all" else [mode]  # type: ignore[list-item]
+    modes: list[SearchMode] = list(MODES) if mode == "all" else [mode]  # type: ignore[list-item]
     kinds = sorted({q.kind for q in questions if q.gold})
     with runtime.readers() as stores:
         check_gold_paths(questions, {d.key for d in stores[0].documents()})
@@ -242,6 +251,7 @@ def serve(state: _State) -> int:
     """
     # uvicorn, apscheduler and watchdog: only the daemon needs them.
     from ragd.service.daemon import Daemon
+    from ragd.service.logs import configure_logging
 
     runtime = state.runtime()
     configure_logging(runtime.config.daemon.log_format, runtime.config.daemon.log_level)

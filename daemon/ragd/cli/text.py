@@ -9,13 +9,15 @@ elsewhere (logs, systemd).
 from __future__ import annotations
 
 import time
-from typing import Any, TextIO
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, TextIO
 
 import click
 
-from ragd.indexing.report import IndexReport
-from ragd.search.evaluation import ModeReport
-from ragd.search.searcher import SearchResponse
+if TYPE_CHECKING:  # only for annotations: `ragd status` should not import the engine
+    from ragd.indexing.report import IndexReport
+    from ragd.search.evaluation import ModeReport
+    from ragd.search.searcher import SearchResponse
 
 
 class Progress:
@@ -166,3 +168,16 @@ def _duration(seconds: float) -> str:
         if hours
         else f"{minutes}m{secs:02d}s"
     )
+
+
+def verdict(report: Mapping[str, Any]) -> tuple[int, str]:
+    """Exit code and one-line summary of a report's JSON (local or from a daemon)."""
+    agree = bool(report["stores_agree"])
+    stale, failed = int(report["stale"]), int(report["failed"])
+    summary = (
+        f"{report['documents']} documents, {stale} stale, {failed} failed, "
+        f"stores {'agree' if agree else 'DISAGREE'}"
+    )
+    if stale or failed or not agree:
+        return 1, f"RAGD CRITICAL - {summary}"
+    return 0, f"RAGD OK - {summary}"

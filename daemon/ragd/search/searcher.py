@@ -269,8 +269,8 @@ class Searcher:
         n = self.settings.candidates
         nearest = None
         if mode in ("hybrid", "vector"):
-            # The vector search runs on LanceDB's threads while BM25 runs on this one: in
-            # 1,200 interleaved hybrid queries at 125k chunks, p50 9.9 -> 8.9 and 9.1 -> 8.2 ms.
+            # The vector search runs on LanceDB's thread while BM25 runs on this one: a
+            # hybrid query then takes about the longer of the two, not their sum.
             nearest = self.vectors.start_search(self.embedder.embed([query])[0], n)
         if mode in ("hybrid", "bm25"):
             found["bm25"] = self.keywords.search(

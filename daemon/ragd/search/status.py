@@ -1,7 +1,8 @@
 """The status report: what is indexed, what failed, what is stale, whether stores agree.
 
-Owns the shape of `ragd status --json` / `GET /v1/status` and the one-line verdict of
-`ragd status --check`. Reads only: it works beside a running writer.
+Owns the shape of `ragd status --json` / `GET /v1/status` (the one-line verdict of
+`ragd status --check` is the CLI's, `ragd.cli.text`). Reads only: it works beside a
+running writer.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from ragd.search.staleness import SourcePolicy, stale_reasons
 from ragd.stores.agreement import Agreement, compare_ids
@@ -116,23 +116,6 @@ class StatusReport:
             "failed": self.failed,
             "sources": [s.to_json() for s in self.sources],
         }
-
-    def verdict(self) -> tuple[int, str]:
-        """Exit code and one-line summary for monitors (Nagios style)."""
-        return verdict(self.to_json())
-
-
-def verdict(report: Mapping[str, Any]) -> tuple[int, str]:
-    """Exit code and one-line summary of a report's JSON (local or from a daemon)."""
-    agree = bool(report["stores_agree"])
-    stale, failed = int(report["stale"]), int(report["failed"])
-    summary = (
-        f"{report['documents']} documents, {stale} stale, {failed} failed, "
-        f"stores {'agree' if agree else 'DISAGREE'}"
-    )
-    if stale or failed or not agree:
-        return 1, f"RAGD CRITICAL - {summary}"
-    return 0, f"RAGD OK - {summary}"
 
 
 def build_status(

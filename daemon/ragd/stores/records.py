@@ -150,8 +150,8 @@ def listing_digest(files: Sequence[tuple[str, int, int]]) -> str:
     digest list the same files with the same stats."""
     digest = hashlib.blake2b(digest_size=16)
     if files:
-        # Columns, not one string per file: 20 ms instead of 35 for 38k files. Keys hold
-        # no NUL, so their join is unambiguous; ints as text cannot overflow.
+        # Columns, not one string per file: a no-op pass digests every file. Keys hold no
+        # NUL, so their join is unambiguous; ints as text cannot overflow.
         keys, sizes, mtimes = zip(*files, strict=True)
         digest.update("\0".join(keys).encode("utf-8", "surrogateescape"))
         digest.update(repr((sizes, mtimes)).encode())
