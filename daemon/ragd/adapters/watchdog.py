@@ -6,7 +6,7 @@ that the kernel's event queue overflowed. Debouncing and what a path means is
 `ragd.sources.watcher`.
 
 watchdog tells event handlers nothing of an overflow (IN_Q_OVERFLOW): it logs a warning
-and rebuilds its watches. That log record, matched by the message watchdog 7 writes, is
+and rebuilds its watches. That log record, matched by the message watchdog 7.1 writes, is
 the only signal there is, so a handler on watchdog's logger counts it; were the message
 ever to change, a lost event would still be covered by the scheduled rescan.
 """
