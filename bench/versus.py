@@ -2,8 +2,8 @@
 and `ragd status`, each the whole process, alternating so both see the same machine.
 
 Usage:
-    git worktree add /tmp/ragd-before <commit>
-    python bench/versus.py /tmp/ragd-before CORPUS [--rounds N] [--model DIR]
+    git worktree add ../ragd-before <commit>
+    python bench/versus.py ../ragd-before CORPUS [--rounds N] [--model DIR]
 
 CORPUS is a directory or a .tar.gz to unpack (e.g. ../shared/corpora/tldr-pages.tar.gz).
 Both sides run with this virtualenv's interpreter and libraries, each importing ragd from

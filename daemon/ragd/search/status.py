@@ -8,7 +8,7 @@ running writer.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -120,7 +120,7 @@ class StatusReport:
 
 def build_status(
     manifest: ManifestReader,
-    vectors: Callable[[], VectorStore],
+    vectors: VectorStore,
     keywords: KeywordStore,
     *,
     sources: Sequence[SourceInfo],
@@ -130,8 +130,6 @@ def build_status(
 
     The manifest's chunk ids are read before and after the search stores', so a chunk
     a running writer committed or removed in between is in flight, not a disagreement.
-    `vectors` opens the vector store; it is called last, when its chunk ids are needed,
-    so a caller can have lancedb imported meanwhile (`vectors.prepare_in_background`).
     """
     now = datetime.now(UTC)
     listed_before = manifest.chunk_ids()
@@ -155,7 +153,7 @@ def build_status(
         for name in names
     ]
     in_tantivy = keywords.chunk_ids()
-    in_lance = vectors().chunk_ids()
+    in_lance = vectors.chunk_ids()
     agreement = compare_ids(listed_before, in_lance, in_tantivy, listed_after=manifest.chunk_ids())
     return StatusReport(
         generated_at=format_time(now),

@@ -24,7 +24,7 @@ from ragd.sources.folders import FolderSource
 from ragd.stores.data_dir import DataDir, WriterLock, WriterStores
 from ragd.stores.keywords import KeywordStore
 from ragd.stores.manifest_reader import ManifestReader
-from ragd.stores.vectors import VectorStore, prepare_in_background
+from ragd.stores.vectors import VectorStore
 
 
 @dataclass(frozen=True)
@@ -144,16 +144,11 @@ class Runtime:
             )
             for s in self.config.sources
         ]
-        lancedb = self.data_dir.lancedb
-        # The manifest and Tantivy are read first: lancedb's import (most of a status
-        # read) runs on a thread meanwhile, in the time this one waits for SQLite and
-        # the file system.
-        prepare_in_background()
         manifest = ManifestReader.open(self.data_dir.manifest)
         try:
             return build_status(
                 manifest,
-                lambda: VectorStore.open_readonly(lancedb),
+                VectorStore.open_readonly(self.data_dir.lancedb),
                 KeywordStore.open_readonly(self.data_dir.tantivy),
                 sources=infos,
                 fingerprint=self.pipeline.fingerprint,
