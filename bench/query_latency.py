@@ -2,18 +2,24 @@
 
 Usage:
     python bench/query_latency.py CORPUS [--copies N] [--queries 500] [--clients 4]
-                                  [--seconds 20] [--model DIR] [--work DIR]
+                                  [--seconds 20] [--model DIR] [--rerank-model DIR]
+                                  [--no-rerank] [--work DIR]
 
 CORPUS is a directory or a .tar.gz (e.g. ../shared/corpora/tldr-pages.tar.gz). With
 `--copies N` the corpus is placed N times under one root (copy-1/, copy-2/, ...) to reach
 100k+ chunks; copies embed the same texts, so the vector cache makes their indexing cheap,
 but every copy is a separate document with its own rows in all three stores.
 
-Steps, each printed: `ragd index` (skipped when --work already holds the index);
-then, in this process with the model loaded, `--queries` queries per mode (bm25, vector,
-hybrid) through the same Searcher the CLI and daemon use, staleness checks included:
-p50/p95/p99; then a real `ragd serve` on the index with `--clients` concurrent HTTP
-clients for `--seconds`: queries per second, latency, and the daemon's peak RSS.
+The second stage is on (the shared ONNX model, or `--rerank-model`) unless `--no-rerank`:
+`ragd index` then embeds every distinct chunk text with it once (~30 texts/s on 2 cores;
+copies add no texts), and `--work` keeps the result for later runs.
+
+Steps, each printed: `ragd index` (a no-op when --work already holds the index); then, in
+this process with the models loaded, `--queries` queries per mode (bm25, vector, hybrid
+without the second stage, and hybrid+rerank) through the same Searcher the CLI and
+daemon use, staleness checks included: p50/p95/p99; then a real `ragd serve` on the
+index with `--clients` concurrent HTTP clients for `--seconds` (hybrid, re-scored when
+the second stage is on): queries per second, latency, and the daemon's peak RSS.
 
 Queries are drawn from the indexed text itself (seeded): half are 2-4 words of a chunk's
 heading path, half 4-6 consecutive words of its body, so each has a findable answer.
@@ -47,6 +53,7 @@ from ragd.service.runtime import Runtime  # noqa: E402
 from tests.integration.daemon import free_port, scan_finished, stop_daemon, wait_until  # noqa: E402
 
 DEFAULT_MODEL = REPO.parent / "shared" / "models" / "minilm-l6-static-256"
+DEFAULT_RERANK_MODEL = REPO.parent / "shared" / "models" / "minilm-l6-v2-onnx-int8"
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_-]{2,}")
 
 
@@ -72,13 +79,17 @@ def prepare_root(corpus: Path, copies: int, work: Path) -> Path:
     return root
 
 
-def write_config(work: Path, root: Path, data_dir: Path, model: Path, port: int) -> Path:
-    """A one-source config over `root`."""
+def write_config(
+    work: Path, root: Path, data_dir: Path, model: Path, rerank: Path | None, port: int
+) -> Path:
+    """A one-source config over `root`; the second stage runs `rerank` (None: off)."""
+    second = "enabled = false" if rerank is None else f'model = "{rerank.resolve()}"'
     config = work / "config.toml"
     config.write_text(
         f'[daemon]\ndata_dir = "{data_dir}"\nlog_format = "json"\n'
         f'[http]\nlisten = "127.0.0.1:{port}"\n'
         f'[embedding]\nmodel = "{model.resolve()}"\n'
+        f"[rerank]\n{second}\n"
         f'[[sources]]\nname = "bench"\ntype = "folder"\npath = "{root}"\n'
         'include = ["**/*.md"]\n'
     )
@@ -88,9 +99,9 @@ def write_config(work: Path, root: Path, data_dir: Path, model: Path, port: int)
 def sample_queries(runtime: Runtime, count: int) -> list[str]:
     """`count` queries drawn from the indexed chunks (seeded, so runs compare)."""
     rng = random.Random(0)
-    with runtime.readers() as (manifest, _, _):
-        ids = sorted(manifest.chunk_ids())
-        chunks = manifest.chunks(rng.sample(ids, min(len(ids), count * 2)))
+    with runtime.readers() as stores:
+        ids = sorted(stores.manifest.chunk_ids())
+        chunks = stores.manifest.chunks(rng.sample(ids, min(len(ids), count * 2)))
     queries: list[str] = []
     for n, chunk in enumerate(chunks.values()):
         words = _WORD.findall(" ".join(chunk.heading_path) if n % 2 else chunk.text)
@@ -108,16 +119,20 @@ def in_process(runtime: Runtime, queries: list[str]) -> dict[str, list[float]]:
     """Latency of every query in every mode through the Searcher (model already loaded),
     over read handles set up as the daemon's are (chunk ids by row id held in memory)."""
     timings: dict[str, list[float]] = {}
+    modes = [(mode, False) for mode in MODES]
+    if runtime.second_stage is not None:
+        modes.append(("hybrid", True))
     with runtime.readers(ids_in_memory=True) as stores:
-        searcher = runtime.searcher(*stores)
-        for query in queries[:20]:  # warm caches and the model, as a running daemon has
+        searcher = runtime.searcher(stores)
+        for query in queries[:20]:  # warm caches and the models, as a running daemon has
             searcher.search(query, mode="hybrid")
-        for mode in MODES:
-            timings[mode] = []
+        for mode, rerank in modes:
+            name = "hybrid+rerank" if rerank else mode
+            timings[name] = []
             for query in queries:
                 started = time.perf_counter()
-                searcher.search(query, mode=mode)
-                timings[mode].append(time.perf_counter() - started)
+                searcher.search(query, mode=mode, rerank=rerank)
+                timings[name].append(time.perf_counter() - started)
     return timings
 
 
@@ -168,6 +183,8 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--model", type=Path, default=DEFAULT_MODEL)
+    parser.add_argument("--rerank-model", type=Path, default=DEFAULT_RERANK_MODEL)
+    parser.add_argument("--no-rerank", action="store_true", help="Turn the second stage off.")
     parser.add_argument(
         "--work", type=Path, help="Keep corpus copy, config and index here (reused if present)."
     )
@@ -182,7 +199,8 @@ def main() -> None:
     root = work / "corpus"
     if not root.exists():
         root = prepare_root(args.corpus.resolve(), args.copies, work)
-    config = write_config(work, root, work / "data", args.model, free_port())
+    rerank = None if args.no_rerank else args.rerank_model
+    config = write_config(work, root, work / "data", args.model, rerank, free_port())
     started = time.perf_counter()
     subprocess.run(
         [sys.executable, "-m", "ragd", "--config", str(config), "index"],
@@ -192,12 +210,16 @@ def main() -> None:
     print(f"ragd index: {time.perf_counter() - started:.1f} s (a no-op when the index was kept)")
 
     runtime = Runtime.from_config(load_config(config))
-    with runtime.readers() as (manifest, vectors, _):
-        chunks, rows = len(manifest.chunk_ids()), vectors.count()
-        indexed = vectors.has_vector_index()
+    with runtime.readers() as stores:
+        chunks, rows = len(stores.manifest.chunk_ids()), stores.vectors.count()
+        indexed = stores.vectors.has_vector_index()
+        second = None if stores.second is None else stores.second.count()
     queries = sample_queries(runtime, args.queries)
     timings = in_process(runtime, queries)
-    print(f"corpus: {args.corpus} x{args.copies}; {chunks} chunks; vector index: {indexed}")
+    print(
+        f"corpus: {args.corpus} x{args.copies}; {chunks} chunks; vector index: {indexed}; "
+        f"second-stage rows: {'off' if second is None else second}"
+    )
     print()
     print(f"| mode | queries | p50 ms | p95 ms | p99 ms |   ({len(queries)} queries, one client)")
     print("|---|---|---|---|---|")

@@ -1,10 +1,16 @@
-"""Reciprocal rank fusion as a pure function."""
+"""Fusion and second-stage re-scoring as pure functions."""
 
 from __future__ import annotations
 
 import pytest
 
-from ragd.search.fusion import convex_fusion, reciprocal_rank_fusion
+from ragd.search.fusion import (
+    Fused,
+    convex_fusion,
+    reciprocal_rank_fusion,
+    rescore,
+    second_stage_share,
+)
 
 
 def test_an_item_both_retrievers_agree_on_outranks_items_only_one_found() -> None:
@@ -80,3 +86,50 @@ def test_a_list_without_a_positive_score_adds_ranks_but_no_score() -> None:
 
     assert [(f.item, f.score) for f in fused] == [("a", 1.0), ("b", 0.0)]
     assert fused[0].ranks == {"bm25": 1, "vector": 1}
+
+
+def test_the_second_stages_share_falls_as_keywords_cover_more_of_the_query() -> None:
+    shares = [second_stage_share(c) for c in (0.0, 0.3, 0.5, 0.8)]
+
+    assert shares == sorted(shares, reverse=True)
+    assert shares[0] == 1.0 and shares[-1] == 0.0
+    assert second_stage_share(0.5, weight=0.0) == 0.0
+
+
+def _fused(*items: tuple[str, float]) -> list[Fused]:
+    return [Fused(item, score, {"bm25": n}) for n, (item, score) in enumerate(items, start=1)]
+
+
+def test_rescoring_with_no_share_keeps_the_first_stages_order() -> None:
+    first = _fused(("a", 1.0), ("b", 0.8), ("c", 0.5))
+
+    rescored = rescore(first, {"a": 0.1, "b": 0.9, "c": 0.5}, share=0.0)
+
+    assert [r.item for r in rescored] == ["a", "b", "c"]
+    assert [r.second_rank for r in rescored] == [3, 1, 2]
+
+
+def test_rescoring_with_a_full_share_follows_the_second_stage() -> None:
+    first = _fused(("a", 1.0), ("b", 0.8), ("c", 0.5))
+
+    rescored = rescore(first, {"a": 0.1, "b": 0.9, "c": 0.5}, share=1.0)
+
+    assert [r.item for r in rescored] == ["b", "c", "a"]
+    assert [r.first_rank for r in rescored] == [2, 3, 1]
+
+
+def test_scores_mix_each_stages_share_of_its_best() -> None:
+    rescored = rescore(_fused(("a", 2.0), ("b", 1.0)), {"a": 0.4, "b": 0.8}, share=0.5)
+
+    assert {r.item: r.score for r in rescored} == pytest.approx(
+        {"a": 0.5 * 1.0 + 0.5 * 0.5, "b": 0.5 * 0.5 + 0.5 * 1.0}
+    )
+
+
+def test_a_candidate_without_a_second_score_is_ranked_by_the_first_stage() -> None:
+    rescored = rescore(_fused(("a", 1.0), ("b", 0.6)), {"a": 0.2}, share=1.0)
+
+    by_item = {r.item: r for r in rescored}
+    assert by_item["b"].score == pytest.approx(0.6)  # its first-stage ratio, for both parts
+    assert by_item["b"].second_rank is None
+    assert by_item["a"].score == pytest.approx(1.0)

@@ -7,7 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -34,10 +34,15 @@ _AS_ORDINARY_READER = (
 
 
 def run_ragd(
-    config: Path, *args: str, timeout: float = 600, unreadable_as_root: bool = False
+    config: Path,
+    *args: str,
+    timeout: float = 600,
+    unreadable_as_root: bool = False,
+    env: Mapping[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """Run `python -m ragd --config CONFIG ARGS...` and capture its output."""
-    env = dict(os.environ, HF_HUB_OFFLINE="1")
+    """Run `python -m ragd --config CONFIG ARGS...` and capture its output; `env` adds
+    environment variables."""
+    env = dict(os.environ, HF_HUB_OFFLINE="1", **(env or {}))
     env.pop("RAGD_CONFIG", None)
     prefix = _AS_ORDINARY_READER if unreadable_as_root else []
     return subprocess.run(

@@ -82,12 +82,14 @@ class Served:
         schedule: str = "",
         env: dict[str, str] | None = None,
         extra_sources: str = "",
+        rerank: Path | None = None,
     ) -> None:
         self.port = free_port()
         self.workdir = workdir
         self.config = write_config(
             workdir,
             root,
+            rerank=rerank,
             sections=f'[http]\nlisten = "127.0.0.1:{self.port}"\n\n{schedule}',
             extra=extra_sources,
         )
@@ -159,8 +161,8 @@ class Served:
         result: dict[str, Any] = self.get("/v1/status")
         return result
 
-    def query(self, text: str, *, mode: str = "bm25", k: int = 10) -> dict[str, Any]:
-        body = json.dumps({"query": text, "mode": mode, "k": k}).encode()
+    def query(self, text: str, *, mode: str = "bm25", k: int = 10, **extra: Any) -> dict[str, Any]:
+        body = json.dumps({"query": text, "mode": mode, "k": k, **extra}).encode()
         request = urllib.request.Request(
             f"http://127.0.0.1:{self.port}/v1/query", data=body, method="POST"
         )

@@ -13,6 +13,8 @@ from tests.integration.conftest import run_json, run_ragd
 
 RESULT_KEYS = {
     "rank",
+    "first_stage_rank",
+    "second_stage_rank",
     "chunk_id",
     "doc_id",
     "source",
@@ -50,8 +52,9 @@ def _answers(hit: dict[str, Any], question: dict[str, Any]) -> bool:
 def test_query_json_follows_the_contract(indexed_fastapi: Path) -> None:
     body = run_json(indexed_fastapi, "query", "request body", "-k", "5")
 
-    assert set(body) == {"query", "mode", "abstained", "results"}
+    assert set(body) == {"query", "mode", "rerank", "abstained", "results"}
     assert body["mode"] == "hybrid"
+    assert body["rerank"] is False  # the second stage is off in this index
     assert body["abstained"] is False
     assert len(body["results"]) == 5
     for rank, hit in enumerate(body["results"], start=1):

@@ -97,7 +97,7 @@ def test_max_age_flags_unconfirmed_hits_until_a_rescan_confirms_them(
 def _reasons_in_process(config: Path) -> dict[str, tuple[str, ...]]:
     runtime = Runtime.from_config(load_config(config))
     with runtime.readers() as stores:
-        response = runtime.searcher(*stores).search("dig burrows", mode="bm25")
+        response = runtime.searcher(stores).search("dig burrows", mode="bm25")
     return {hit.document.key: hit.stale_reasons for hit in response.hits}
 
 

@@ -1,9 +1,11 @@
 """LanceDB behind one adapter: ragd's table of chunk vectors, through lancedb's public async API.
 
 Owns everything ragd says to LanceDB: the process's connection session (with bounded
-caches), opening and creating the `chunks` table (chunk_id, doc_id, vector), its writes,
-scans, vector searches, index and version housekeeping, and turning LanceDB's failures
-into `StoreError`. What a row means and when to index or compact is `ragd.stores.vectors`.
+caches), opening, creating and dropping a table of chunk vectors (chunk_id, doc_id,
+vector; one per model stage), its writes, scans, vector searches (filtered by a regular
+expression over doc_id, inside the search), index and version housekeeping, and turning
+LanceDB's failures into `StoreError`. What a row means and when to index or compact is
+`ragd.stores.vectors`.
 
 Every call runs on one event loop thread of this process. lancedb's synchronous API runs
 the same coroutines on a loop of its own, but a vector search hands over to it several
@@ -45,7 +47,7 @@ if TYPE_CHECKING:
     from lancedb.table import AsyncTable
 
 T = TypeVar("T")
-TABLE = "chunks"
+TABLE = "chunks"  # the first stage's; the default, as it was the only one
 # LanceDB's caches of table metadata and index pages, shared by every handle in a process.
 # Its defaults are GiBs: in a 10-minute soak each committed version added ~0.35 MiB that
 # was never given back; bounded, RSS levels off. The index cache holds an IVF_SQ index of
@@ -144,9 +146,45 @@ class IvfSqIndex:
     sample_rate: int
 
 
-def open_vector_table(directory: Path, *, create_dim: int | None = None) -> VectorTable | None:
-    """The chunk table under `directory`. With `create_dim`, the directory and table are
-    created if missing; without, a missing one is None (and nothing is created).
+def doc_filter(doc_pattern: str) -> str:
+    """A filter keeping rows whose whole doc_id matches the regular expression."""
+    return f"regexp_like(doc_id, {sql_string('^(?:' + doc_pattern + ')$')})"
+
+
+def vector_tables(directory: Path) -> list[str]:
+    """The names of the tables under `directory` ([] when there is none)."""
+    if not directory.is_dir():
+        return []
+    lance = runtime()
+
+    async def names() -> list[str]:
+        db = await lance.lancedb.connect_async(directory, session=lance.session)
+        return list((await db.list_tables()).tables)
+
+    with lance_errors("list the tables of", directory):
+        return lance.run(names())
+
+
+def drop_vector_table(directory: Path, table: str) -> None:
+    """Remove a table (its rows are derived; the caller writes them again)."""
+    if not directory.is_dir():
+        return
+    lance = runtime()
+
+    async def drop() -> None:
+        db = await lance.lancedb.connect_async(directory, session=lance.session)
+        if table in (await db.list_tables()).tables:
+            await db.drop_table(table)
+
+    with lance_errors("drop a table of", directory):
+        lance.run(drop())
+
+
+def open_vector_table(
+    directory: Path, *, table_name: str = TABLE, create_dim: int | None = None
+) -> VectorTable | None:
+    """The chunk table `table_name` under `directory`. With `create_dim`, the directory and
+    table are created if missing; without, a missing one is None (nothing is created).
 
     StoreError if the table exists with columns other than ragd's.
     """
@@ -160,12 +198,12 @@ def open_vector_table(directory: Path, *, create_dim: int | None = None) -> Vect
         # Asked by name rather than by catching open_table's error, which would also hide
         # a damaged table behind "empty".
         table: AsyncTable
-        if TABLE in (await db.list_tables()).tables:
-            table = await db.open_table(TABLE)
+        if table_name in (await db.list_tables()).tables:
+            table = await db.open_table(table_name)
         elif create_dim is None:
             return None
         else:
-            table = await db.create_table(TABLE, schema=vector_schema(create_dim))
+            table = await db.create_table(table_name, schema=vector_schema(create_dim))
         return table
 
     with lance_errors("open", directory):
@@ -178,7 +216,7 @@ def open_vector_table(directory: Path, *, create_dim: int | None = None) -> Vect
     dim = vector_dim(schema)
     if dim is None:
         raise StoreError(
-            f"the LanceDB table {TABLE!r} in {directory} is not ragd's (columns "
+            f"the LanceDB table {table_name!r} in {directory} is not ragd's (columns "
             f"{sorted(schema.names)}, expected chunk_id, doc_id and a float32 vector)",
             hint=f"delete {directory} and re-index",
         )
@@ -213,16 +251,18 @@ class VectorTable:
         doc_ids: list[str],
         matrix: npt.NDArray[np.float32],
         *,
-        delete_others_where: str,
+        delete_others_where: str | None,
     ) -> None:
-        """Upsert rows by chunk_id and delete every other row matching the filter, in one commit."""
+        """Upsert rows by chunk_id and delete every other row matching the filter (if one
+        is given), in one commit."""
         data = vector_batch(chunk_ids, doc_ids, matrix)
         merge = (
             self._lance_table.merge_insert("chunk_id")
             .when_matched_update_all()
             .when_not_matched_insert_all()
-            .when_not_matched_by_source_delete(delete_others_where)
         )
+        if delete_others_where is not None:
+            merge = merge.when_not_matched_by_source_delete(delete_others_where)
         self._run("write to", merge.execute(data))
 
     def delete(self, where: str) -> None:
@@ -241,16 +281,19 @@ class VectorTable:
         return int(self._run("read", self._lance_table.count_rows()))
 
     def start_nearest(
-        self, query: npt.NDArray[np.float32], limit: int
+        self, query: npt.NDArray[np.float32], limit: int, doc_pattern: str | None = None
     ) -> Callable[[], list[tuple[str, float]]]:
-        """Start finding the `limit` rows nearest to `query` by cosine distance; the returned
-        function waits for them as (chunk_id, cosine similarity), best first.
+        """Start finding the `limit` rows nearest to `query` by cosine distance, among the
+        rows whose whole doc_id matches `doc_pattern` when given; the returned function
+        waits for them as (chunk_id, cosine similarity), best first.
 
         Rows with no cosine similarity (zero vectors) are left out. "_distance" is selected
         explicitly (that silences a deprecation warning per query); the metric is explicit
-        because the default is L2.
+        because the default is L2. The filter applies before the nearest are chosen.
         """
         search = self._lance_table.query().nearest_to(query).distance_type("cosine").limit(limit)
+        if doc_pattern is not None:
+            search = search.where(doc_filter(doc_pattern))
         by_row_id = self._ids is not None
         if by_row_id:
             search = search.select(["_distance"]).with_row_id()

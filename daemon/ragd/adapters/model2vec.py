@@ -82,6 +82,10 @@ class LoadedModel:
     path: str
     _encoder: TableMeanEncoder | None
 
+    def has_token(self, word: str) -> bool:
+        """Whether `word` is one whole token of the model's vocabulary."""
+        return self.static.tokenizer.token_to_id(word) is not None
+
     def encode(self, texts: Sequence[str], batch_size: int) -> Matrix:
         """Mean token vectors of `texts`, one row each (zeros for a text with no known
         token), float32, not normalised."""

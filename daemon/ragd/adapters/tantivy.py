@@ -1,10 +1,12 @@
 """Tantivy behind one adapter: ragd's BM25 index of chunk texts, through tantivy-py's public API.
 
 Owns the index's schema (chunk_id and doc_id stored as raw tokens, so a delete by term
-matches them exactly; the chunk text with Tantivy's "default" tokenizer, not stored; the
-identifier terms with the "whitespace" tokenizer), opening or creating an index directory,
-its one writer (and with it Tantivy's OS lock on the directory), term-query searches, and
-turning tantivy's errors into `StoreError` or `SchemaMismatch`. What rows mean, rebuilding
+matches them exactly and a filter by regular expression sees whole ids; the chunk text and
+its document's title with Tantivy's "default" tokenizer, not stored; the identifier terms
+with the "whitespace" tokenizer), opening or creating an index directory, its one writer
+(and with it Tantivy's OS lock on the directory), term-query searches, the statistics a
+query's evidence is read from (document frequencies), and turning tantivy's errors into
+`StoreError` or `SchemaMismatch`. What rows mean, rebuilding
 an index of another schema, and which terms a query has is `ragd.stores.keywords`.
 
 User text never reaches Tantivy's query parser (it raises on `a AND`, gives field access
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import tantivy
@@ -23,6 +26,7 @@ from ragd.errors import StoreError
 
 TEXT = "text"
 IDENTIFIERS = "identifiers"
+TITLE = "title"
 # Tantivy's default is 128 MB; 64 MB and one indexing thread suit a 2-core host, and
 # ragd's batches are a few thousand chunks per commit.
 WRITER_HEAP_BYTES = 64_000_000
@@ -33,6 +37,18 @@ class SchemaMismatch(Exception):
     """The index on disk was written with another schema."""
 
 
+class FilterRefused(ValueError):
+    """A doc_id filter Tantivy cannot compile (too large an automaton, bad syntax)."""
+
+
+@dataclass(frozen=True, slots=True)
+class FieldWeights:
+    """How much BM25 over each field beside the text counts (0 leaves it out)."""
+
+    identifiers: float
+    title: float
+
+
 def _schema() -> tantivy.Schema:
     builder = tantivy.SchemaBuilder()
     builder.add_text_field("chunk_id", stored=True, tokenizer_name="raw")
@@ -40,6 +56,9 @@ def _schema() -> tantivy.Schema:
     builder.add_text_field(TEXT, stored=False, tokenizer_name="default")
     # Terms made (and lowercased) by ragd.stores.identifiers, joined with spaces.
     builder.add_text_field(IDENTIFIERS, stored=False, tokenizer_name="whitespace")
+    # The document's title alone: a short field, so a page named after the query's word
+    # scores high in it (BM25 normalises by field length).
+    builder.add_text_field(TITLE, stored=False, tokenizer_name="default")
     return builder.build()
 
 
@@ -150,28 +169,54 @@ class TextIndex:
         hits = searcher.search(tantivy.Query.all_query(), limit=total, count=False).hits
         return {str(searcher.doc(address).get_first("chunk_id")) for _, address in hits}
 
+    def num_docs(self) -> int:
+        """The number of live documents (chunks)."""
+        return int(self._index.searcher().num_docs)
+
+    def doc_freq(self, term: str) -> int:
+        """How many live and deleted-but-unmerged documents hold `term` in the text field
+        (what BM25's IDF counts)."""
+        return int(self._index.searcher().doc_freq(TEXT, term))
+
     def search(
-        self, terms: Sequence[str], *, identifier_weight: float, limit: int
+        self,
+        terms: Sequence[str],
+        *,
+        weights: FieldWeights,
+        limit: int,
+        doc_pattern: str | None = None,
     ) -> list[tuple[str, float]]:
         """The `limit` best documents as (chunk_id, score), best first: BM25 of the terms
-        over the text field, plus `identifier_weight` times BM25 over the identifier field
-        (0 leaves that field out); a document matches any term."""
+        over the text field, plus each other field's weight times BM25 over it (0 leaves
+        that field out); a document matches any term. `doc_pattern`, a regular expression
+        a document's whole doc_id must match, filters inside the search (it adds nothing
+        to the score)."""
         searcher = self._index.searcher()
         total = searcher.num_docs
         if not terms or total == 0 or limit <= 0:
             return []
         schema = self._index.schema
         clauses = [tantivy.Query.term_query(schema, TEXT, term) for term in terms]
-        if identifier_weight > 0:
-            clauses += [
-                tantivy.Query.boost_query(
-                    tantivy.Query.term_query(schema, IDENTIFIERS, term), identifier_weight
-                )
-                for term in terms
-            ]
-        boolean = tantivy.Query.boolean_query([(tantivy.Occur.Should, q) for q in clauses])
+        for field, weight in ((IDENTIFIERS, weights.identifiers), (TITLE, weights.title)):
+            if weight > 0:
+                clauses += [
+                    tantivy.Query.boost_query(tantivy.Query.term_query(schema, field, term), weight)
+                    for term in terms
+                ]
+        query = tantivy.Query.boolean_query([(tantivy.Occur.Should, q) for q in clauses])
+        if doc_pattern is not None:
+            try:
+                within = tantivy.Query.regex_query(schema, "doc_id", doc_pattern)
+            except ValueError as exc:
+                raise FilterRefused(f"the filter cannot be searched: {exc}") from exc
+            query = tantivy.Query.boolean_query(
+                [
+                    (tantivy.Occur.Must, tantivy.Query.const_score_query(within, 0.0)),
+                    (tantivy.Occur.Must, query),
+                ]
+            )
         # Clamped: the top-k collector allocates for `limit`, and 0 would panic.
-        hits = searcher.search(boolean, limit=min(limit, total), count=False).hits
+        hits = searcher.search(query, limit=min(limit, total), count=False).hits
         return [
             (str(searcher.doc(address).get_first("chunk_id")), float(score))
             for score, address in hits
@@ -187,21 +232,22 @@ class IndexWriter:
         self._directory = directory
 
     def commit(
-        self, deletes: Sequence[tuple[str, str]], rows: Sequence[tuple[str, str, str, str]]
+        self, deletes: Sequence[tuple[str, str]], rows: Sequence[tuple[str, str, str, str, str]]
     ) -> None:
         """Stage `deletes` ((field, value) terms), then `rows` ((chunk_id, doc_id, text,
-        identifiers)), and commit them as one. Deletes apply only to documents added before
-        them, so the rows survive. On failure nothing is published: StoreError."""
+        identifiers, title)), and commit them as one. Deletes apply only to documents added
+        before them, so the rows survive. On failure nothing is published: StoreError."""
         writer = self._writer
         try:
             for field, value in deletes:
                 writer.delete_documents_by_term(field, value)
-            for chunk_id, doc_id, text, identifiers in rows:
+            for chunk_id, doc_id, text, identifiers, title in rows:
                 document = tantivy.Document()
                 document.add_text("chunk_id", chunk_id)
                 document.add_text("doc_id", doc_id)
                 document.add_text(TEXT, text)
                 document.add_text(IDENTIFIERS, identifiers)
+                document.add_text(TITLE, title)
                 writer.add_document(document)
             writer.commit()
         except (ValueError, RuntimeError) as exc:

@@ -174,3 +174,26 @@ class TableTokenizer:
         if self._unknown is None or self._unknown not in ids:
             return ids
         return [i for i in ids if i != self._unknown]
+
+
+class SentenceTokenizer:
+    """A transformer's own tokenizer, as its model reads a text: special tokens added,
+    truncated to `max_tokens`, no padding (each text runs alone, so none is needed)."""
+
+    def __init__(self, path: str, *, max_tokens: int) -> None:
+        from tokenizers import Tokenizer
+
+        self._tokenizer = Tokenizer.from_file(path)
+        # A tokenizer.json may carry padding to a fixed length (all-MiniLM-L6-v2's pads to
+        # 128): padding would be attended to as text, and truncation would cut at 128.
+        self._tokenizer.no_padding()
+        self._tokenizer.enable_truncation(max_tokens)
+
+    def encode(self, text: str) -> tuple[list[int], list[int]]:
+        """The token ids of `text` and their segment (type) ids."""
+        encoding = self._tokenizer.encode(text)
+        return encoding.ids, encoding.type_ids
+
+    def has_token(self, word: str) -> bool:
+        """Whether `word` is one whole token of the vocabulary."""
+        return self._tokenizer.token_to_id(word) is not None

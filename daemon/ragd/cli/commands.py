@@ -29,6 +29,9 @@ if TYPE_CHECKING:
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 MODES: tuple[SearchMode, ...] = get_args(SearchMode)
+# `ragd eval`'s modes: the query modes, and hybrid re-scored by the second stage (the
+# query modes' hybrid is measured without it, so the two can be compared).
+EVAL_MODES = ("bm25", "vector", "hybrid", "hybrid+rerank")
 
 
 def _exit_code(error: RagdError) -> int:
@@ -86,14 +89,22 @@ def cli(ctx: click.Context, config_path: str | None, debug: bool) -> None:
 def index(state: _State, full: bool, as_json: bool) -> int:
     """Run one synchronous indexing pass over all configured sources.
 
-    Only what changed is re-chunked and re-embedded. Exits 0 when the pass completes,
+    Only what changed is re-chunked and re-embedded. With the second stage on ([rerank]),
+    chunks without a second-stage vector are then embedded by it too, before the command
+    returns (the slow part: tens of chunks a second). Exits 0 when the pass completes,
     even if some documents failed (they are reported); 1 when it could not complete.
     """
+    from ragd.indexing.workers import worker_count
+
     runtime = state.runtime()
     progress = Progress(sys.stderr)
-    with runtime.indexer() as indexer:
+    with runtime.indexer(second_threads=worker_count()) as indexer:
         report = indexer.run(full=full, progress=progress)
-    progress.finish()
+        progress.finish()
+        if not report.interrupted:
+            second = Progress(sys.stderr, label="second stage", unit="chunks")
+            report = report.merged(indexer.fill_second_stage(progress=second))
+            second.finish()
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2))
     else:
@@ -118,7 +129,26 @@ def index(state: _State, full: bool, as_json: bool) -> int:
     "--mode",
     type=click.Choice(MODES),
     default=None,
-    help="Retriever: hybrid (BM25 + vector, RRF), bm25 or vector. Default: search.mode.",
+    help="Retriever: hybrid (BM25 + vector, fused; re-scored by the second stage when it "
+    "is on), bm25 or vector. Default: search.mode.",
+)
+@click.option(
+    "--no-rerank",
+    is_flag=True,
+    help="Rank by the first stage alone, without the second-stage model.",
+)
+@click.option(
+    "--source",
+    "sources",
+    multiple=True,
+    metavar="NAME",
+    help="Search only this source (repeat for several).",
+)
+@click.option(
+    "--path",
+    metavar="GLOB",
+    help="Search only documents whose key matches GLOB ('*' within a directory, '**' "
+    "across them, e.g. 'docs/**/*.md').",
 )
 @click.option("--exclude-stale", is_flag=True, help="Drop hits whose source may have changed.")
 @click.option(
@@ -133,19 +163,31 @@ def query(
     text: str,
     k: int | None,
     mode: SearchMode | None,
+    no_rerank: bool,
+    sources: tuple[str, ...],
+    path: str | None,
     exclude_stale: bool,
     expand: bool,
     as_json: bool,
 ) -> int:
-    """Search the index for TEXT."""
+    """Search the index for TEXT.
+
+    Hits carry indexed_at and stale flags; a hybrid query whose evidence is weak says so
+    (abstained): the documents may not answer it.
+    """
+    from ragd.search.filters import QueryFilter
+
     runtime = state.runtime()
+    filters = QueryFilter(sources, path)
     with runtime.readers() as stores:
-        response = runtime.searcher(*stores).search(
+        response = runtime.searcher(stores).search(
             text,
             k=k,
             mode=mode or runtime.config.search.mode,
             exclude_stale=exclude_stale,
             expand=expand,
+            rerank=not no_rerank,
+            filters=filters,
         )
     if as_json:
         click.echo(json.dumps(response.to_json(), indent=2, ensure_ascii=False))
@@ -210,24 +252,51 @@ def _status_report(state: _State) -> dict[str, Any]:
 @click.option(
     "-k", "k", type=click.IntRange(1, 100), default=10, show_default=True, help="Results per query."
 )
-@click.option("--mode", type=click.Choice([*MODES, "all"]), default="all", show_default=True)
+@click.option(
+    "--mode",
+    type=click.Choice([*EVAL_MODES, "all"]),
+    default="all",
+    show_default=True,
+    help="hybrid+rerank is hybrid re-scored by the second stage; all: every mode (that one "
+    "only when the second stage is on).",
+)
+@click.option("--source", "sources", multiple=True, metavar="NAME", help="Search only this source.")
+@click.option("--path", metavar="GLOB", help="Search only documents whose key matches GLOB.")
 @click.option("--json", "as_json", is_flag=True, help="Print the full report as JSON.")
 @click.pass_obj
-def eval_command(state: _State, gold: Path, k: int, mode: str, as_json: bool) -> int:
-    """Measure retrieval on a gold set (JSONL): recall@1/5/10, MRR@10, nDCG@10, abstention.
+def eval_command(
+    state: _State,
+    gold: Path,
+    k: int,
+    mode: str,
+    sources: tuple[str, ...],
+    path: str | None,
+    as_json: bool,
+) -> int:
+    """Measure retrieval on a gold set (JSONL): recall@1/5/10, MRR@10, nDCG@10, abstention,
+    per mode and question kind.
 
     Indexes nothing; refuses to run if a gold path is not in the index.
     """
     from ragd.search.evaluation import check_gold_paths, evaluate, load_gold
+    from ragd.search.filters import QueryFilter
 
     runtime = state.runtime()
     questions = load_gold(gold)
-    modes: list[SearchMode] = list(MODES) if mode == "all" else [mode]  # type: ignore[list-item]
+    filters = QueryFilter(sources, path)
+    reranking = runtime.second_stage is not None
+    if mode == "hybrid+rerank" and not reranking:
+        raise UsageError(
+            "the second stage is off", hint="set [rerank] enabled = true, or pick another mode"
+        )
+    modes = (
+        [m for m in EVAL_MODES if reranking or m != "hybrid+rerank"] if mode == "all" else [mode]
+    )
     kinds = sorted({q.kind for q in questions if q.gold})
     with runtime.readers() as stores:
-        check_gold_paths(questions, {d.key for d in stores[0].documents()})
-        searcher = runtime.searcher(*stores)
-        reports = [evaluate(searcher, questions, m, k) for m in modes]
+        check_gold_paths(questions, {d.key for d in stores.manifest.documents()})
+        searcher = runtime.searcher(stores)
+        reports = [evaluate(searcher, questions, m, k, filters=filters) for m in modes]
     if as_json:
         body = {"gold": str(gold), "k": k, "modes": {r.mode: r.to_json(kinds) for r in reports}}
         click.echo(json.dumps(body, indent=2, ensure_ascii=False))

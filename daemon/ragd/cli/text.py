@@ -23,8 +23,10 @@ if TYPE_CHECKING:  # only for annotations: `ragd status` should not import the e
 class Progress:
     """A progress bar on a terminal; a line every few seconds otherwise (logs, systemd)."""
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO, *, label: str = "indexing", unit: str = "files") -> None:
         self.stream = stream
+        self.label = label
+        self.unit = unit
         self.tty = stream.isatty()
         self._bar: Any = None
         self._last = time.monotonic()
@@ -32,12 +34,12 @@ class Progress:
     def __call__(self, done: int, total: int) -> None:
         if self.tty:
             if self._bar is None:
-                self._bar = click.progressbar(length=total, label="indexing", file=self.stream)
+                self._bar = click.progressbar(length=total, label=self.label, file=self.stream)
                 self._bar.__enter__()
             self._bar.update(done - self._bar.pos)
         elif time.monotonic() - self._last >= 5:
             self._last = time.monotonic()
-            click.echo(f"ragd: indexed {done}/{total} files", file=self.stream)
+            click.echo(f"ragd: {self.label}: {done}/{total} {self.unit}", file=self.stream)
 
     def finish(self) -> None:
         if self._bar is not None:
@@ -45,28 +47,41 @@ class Progress:
 
 
 def index_summary(report: IndexReport) -> str:
-    return (
+    lines = [
         f"documents: {report.added} added, {report.changed} changed, "
-        f"{report.unchanged} unchanged, {report.deleted} deleted, {report.failed} failed\n"
+        f"{report.unchanged} unchanged, {report.deleted} deleted, {report.failed} failed",
         f"chunks:    {report.embedded} embedded, {report.reused} re-used, "
-        f"{report.chunks_deleted} deleted\n"
-        f"took {report.seconds:.2f}s"
-        + (" (after reconciling the stores)" if report.reconciled else "")
-    )
+        f"{report.chunks_deleted} deleted",
+    ]
+    if report.second_embedded or report.second_reused or report.second_pending:
+        pending = f", {report.second_pending} still to embed" if report.second_pending else ""
+        lines.append(
+            f"second stage: {report.second_embedded} embedded, "
+            f"{report.second_reused} re-used{pending}"
+        )
+    reconciled = " (after reconciling the stores)" if report.reconciled else ""
+    lines.append(f"took {report.seconds:.2f}s{reconciled}")
+    return "\n".join(lines)
 
 
 def query_text(response: SearchResponse) -> str:
     if not response.hits:
         return f"no results for {response.query!r}"
     lines: list[str] = []
+    if response.abstained:
+        lines.append(
+            "No confident answer: the documents may not answer this question. "
+            "The closest hits follow."
+        )
     for hit in response.hits:
         doc, chunk = hit.document, hit.chunk
         where = " › ".join(chunk.heading_path) or doc.title
         flag = f"  [STALE: {', '.join(hit.stale_reasons)}]" if hit.stale_reasons else ""
         lines.append(f"{hit.rank:>2}. {where}{flag}")
+        second = f"  second stage #{hit.second_stage_rank or '-'}" if response.rerank else ""
         lines.append(
             f"    {doc.source}:{doc.key}  score {hit.score:.4f}  "
-            f"bm25 #{hit.bm25_rank or '-'}  vector #{hit.vector_rank or '-'}"
+            f"bm25 #{hit.bm25_rank or '-'}  vector #{hit.vector_rank or '-'}{second}"
         )
         if hit.context is not None:  # asked for: the whole section, as an LLM would get it
             lines.extend(f"    {line}" for line in hit.context.splitlines())
@@ -80,17 +95,17 @@ def query_text(response: SearchResponse) -> str:
 
 def eval_text(reports: list[ModeReport], kinds: list[str]) -> str:
     columns = ("recall@1", "recall@5", "recall@10", "mrr@10", "ndcg@10")
-    lines = [f"{'mode':8} {'kind':11} {'n':>3} " + " ".join(f"{c:>9}" for c in columns)]
+    lines = [f"{'mode':13} {'kind':11} {'n':>3} " + " ".join(f"{c:>9}" for c in columns)]
     for report in reports:
         for kind in [None, *kinds]:
             m = report.metrics(kind)
             lines.append(
-                f"{report.mode:8} {kind or 'all':11} {m['questions']:>3} "
+                f"{report.mode:13} {kind or 'all':11} {m['questions']:>3} "
                 + " ".join(f"{m[c]:>9.3f}" for c in columns)
             )
         a = report.abstention()
         lines.append(
-            f"{report.mode:8} abstained on {a['abstained']:.0%} of {a['negatives']} negatives, "
+            f"{report.mode:13} abstained on {a['abstained']:.0%} of {a['negatives']} negatives, "
             f"wrongly on {report.metrics()['wrongly_abstained']:.0%} of answerable; "
             f"{len(report.misses())} answerable not ranked first"
         )
@@ -127,6 +142,12 @@ def status_text(report: dict[str, Any]) -> str:
             lines.append(f"empty   {s['name']}:{path}: no text to index")
         for reason, count in s["stale_by_reason"].items():
             lines.append(f"stale   {s['name']}: {count} documents ({reason})")
+        if (second := s.get("second_stage")) and second["pending"]:
+            lines.append(
+                f"second stage {s['name']}: {second['vectors']} of {second['chunks']} chunks "
+                f"have a vector ({second['coverage']:.0%}); their hits rank by the first "
+                "stage until then"
+            )
     lines.append(
         f"last full scan: {report['last_full_scan_at'] or 'never'}; queued jobs: "
         f"{report['queue_depth']} (index lag {report['index_lag_seconds']:.0f}s)"

@@ -12,6 +12,7 @@ from ragd.config.loading import (
 )
 from ragd.config.settings import (
     DEFAULT_MODEL,
+    DEFAULT_RERANK_MODEL,
     ChunkingConfig,
     Config,
     DaemonConfig,
@@ -19,6 +20,7 @@ from ragd.config.settings import (
     HttpConfig,
     LogFormat,
     LogLevel,
+    RerankConfig,
     ScheduleConfig,
     SearchConfig,
     SearchFusion,
@@ -38,6 +40,7 @@ __all__ = [
     "DEFAULT_EXCLUDE",
     "DEFAULT_INCLUDE",
     "DEFAULT_MODEL",
+    "DEFAULT_RERANK_MODEL",
     "ChunkingConfig",
     "Config",
     "DaemonConfig",
@@ -46,6 +49,7 @@ __all__ = [
     "HttpConfig",
     "LogFormat",
     "LogLevel",
+    "RerankConfig",
     "ScheduleConfig",
     "SearchConfig",
     "SearchFusion",

@@ -31,6 +31,7 @@ from ragd.config.settings import (
     HttpConfig,
     LogFormat,
     LogLevel,
+    RerankConfig,
     ScheduleConfig,
     SearchConfig,
     SearchFusion,
@@ -39,6 +40,7 @@ from ragd.config.settings import (
 from ragd.config.sources import parse_sources
 from ragd.config.values import (  # package-internal helpers
     T,
+    _bool,
     _choice,
     _Convert,
     _duration,
@@ -126,6 +128,12 @@ def _schema(base_dir: Path) -> dict[str, dict[str, _Convert]]:
         },
         "http": {"listen": _listen, "max_body_bytes": _int(1024)},
         "embedding": {"model": _model(base_dir), "batch_size": _int(1, 65536)},
+        "rerank": {
+            "enabled": _bool,
+            "model": _model(base_dir),
+            "candidates": _int(1, 1000),
+            "weight": _weight,
+        },
         "chunking": {"max_chars": _int(100), "overlap": _int(0)},
         "search": {
             "k": _int(1, 1000),
@@ -165,8 +173,9 @@ def _parse(
     daemon = DaemonConfig(**{"data_dir": _path(base_dir)(DEFAULT_DATA_DIR)} | v["daemon"])
     if "listen" in v["http"]:
         v["http"]["host"], v["http"]["port"] = v["http"].pop("listen")
-    if "model" in v["embedding"]:
-        v["embedding"]["model"], v["embedding"]["model_is_local"] = v["embedding"].pop("model")
+    for section in ("embedding", "rerank"):
+        if "model" in v[section]:
+            v[section]["model"], v[section]["model_is_local"] = v[section].pop("model")
     chunking = ChunkingConfig(**v["chunking"])
     if chunking.overlap >= chunking.max_chars // 2:
         # A window must advance by more than half its size, or chunks mostly repeat each other.
@@ -178,6 +187,7 @@ def _parse(
         daemon=daemon,
         http=HttpConfig(**v["http"]),
         embedding=EmbeddingConfig(**v["embedding"]),
+        rerank=RerankConfig(**v["rerank"]),
         chunking=chunking,
         search=SearchConfig(**v["search"]),
         schedule=ScheduleConfig(**v["schedule"]),
@@ -203,7 +213,7 @@ def _apply_environment(config: Config, environ: Mapping[str, str]) -> Config:
         except _Invalid as exc:
             raise _error(f"environment variable {var} (overrides {key})", exc, value) from None
 
-    daemon, http, embedding = config.daemon, config.http, config.embedding
+    daemon, http, embedding, rerank = config.daemon, config.http, config.embedding, config.rerank
     if (data_dir := get("RAGD_DATA_DIR", "daemon.data_dir", _cwd_path)) is not None:
         daemon = replace(daemon, data_dir=data_dir)
     if (log_format := get("RAGD_LOG_FORMAT", "daemon.log_format", _choice(LogFormat))) is not None:
@@ -212,10 +222,17 @@ def _apply_environment(config: Config, environ: Mapping[str, str]) -> Config:
         http = replace(http, host=listen[0], port=listen[1])
     if (model := get("RAGD_EMBEDDING_MODEL", "embedding.model", _cwd_model)) is not None:
         embedding = replace(embedding, model=model[0], model_is_local=model[1])
+    if (model := get("RAGD_RERANK_MODEL", "rerank.model", _cwd_model)) is not None:
+        rerank = replace(rerank, model=model[0], model_is_local=model[1])
     if not applied:
         return config
     return replace(
-        config, daemon=daemon, http=http, embedding=embedding, env_overrides=tuple(applied)
+        config,
+        daemon=daemon,
+        http=http,
+        embedding=embedding,
+        rerank=rerank,
+        env_overrides=tuple(applied),
     )
 
 

@@ -21,6 +21,7 @@ SearchMode = Literal["hybrid", "bm25", "vector"]
 # and summed with weights, or weighted reciprocal rank fusion.
 SearchFusion = Literal["convex", "rrf"]
 DEFAULT_MODEL: Final = "minishlab/potion-base-8M"
+DEFAULT_RERANK_MODEL: Final = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_DATA_DIR: Final = ".ragd-data"
 
 
@@ -56,6 +57,19 @@ class EmbeddingConfig:
     model: str = DEFAULT_MODEL
     model_is_local: bool = False
     batch_size: int = 1024
+
+
+@dataclass(frozen=True, kw_only=True)
+class RerankConfig:
+    """[rerank]: the second stage, a transformer model (a Hugging Face id whose repository
+    carries an ONNX export, kept verbatim, or an absolute local directory) that re-scores
+    the hybrid first stage's best `candidates`; `weight` scales its share of the score."""
+
+    enabled: bool = True
+    model: str = DEFAULT_RERANK_MODEL
+    model_is_local: bool = False
+    candidates: int = 30
+    weight: float = 1.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -98,6 +112,7 @@ class Config:
     daemon: DaemonConfig
     http: HttpConfig = field(default_factory=HttpConfig)
     embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
+    rerank: RerankConfig = field(default_factory=RerankConfig)
     chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
     search: SearchConfig = field(default_factory=SearchConfig)
     schedule: ScheduleConfig = field(default_factory=ScheduleConfig)

@@ -9,38 +9,26 @@ through `ragd.adapters.model2vec`.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ragd.adapters.model2vec import LoadedModel, load_model, weights_dim
 from ragd.embedding import Matrix, normalise
+from ragd.embedding.identity import files_identity, hub_identity
 from ragd.errors import ModelLoadError
 
 
 def model_identity(model: str, *, is_local: bool) -> str:
-    """Name a model by content when it is a local directory, by its hub id otherwise.
-
-    Hashing the weight file means replacing the files in place (a new distillation, a new
-    quantisation) changes the fingerprint, as it must.
-    """
+    """Name a model by content when it is a local directory, by its hub id otherwise."""
     if not is_local:
-        return f"hub:{model}"
+        return hub_identity(model)
     directory = Path(model)
-    digest = hashlib.sha256()
-    for name in ("config.json", "model.safetensors"):
-        path = directory / name
-        try:
-            with path.open("rb") as handle:
-                for block in iter(lambda: handle.read(1 << 20), b""):
-                    digest.update(block)
-        except OSError as exc:
-            raise ModelLoadError(
-                f"cannot read embedding model file {path}: {exc.strerror}",
-                hint="set [embedding] model or RAGD_EMBEDDING_MODEL to a model2vec directory",
-            ) from exc
-    return f"dir:{directory.name}:{digest.hexdigest()[:16]}"
+    return files_identity(
+        directory,
+        (directory / name for name in ("config.json", "model.safetensors")),
+        hint="set [embedding] model or RAGD_EMBEDDING_MODEL to a model2vec directory",
+    )
 
 
 class Model2VecEmbedder:
@@ -88,6 +76,10 @@ class Model2VecEmbedder:
         self.calls += 1
         self.texts_embedded += len(texts)
         return normalise(loaded.encode(texts, self.batch_size))
+
+    def has_word(self, word: str) -> bool:
+        """Whether `word` is one whole token of the model's vocabulary (loads the model)."""
+        return self.load().has_token(word)
 
     def load(self) -> LoadedModel:
         """The model, loaded on first use; ModelLoadError naming it when it cannot be."""

@@ -25,7 +25,7 @@ import numpy as np
 from ragd.embedding import Embedder
 from ragd.errors import RagdError
 from ragd.indexing.faults import NO_FAULTS, FaultPlan
-from ragd.indexing.pipeline import PreparedWrite
+from ragd.indexing.pipeline import PreparedChunk, PreparedWrite
 from ragd.stores.data_dir import WriterStores
 from ragd.stores.keywords import KeywordRow
 from ragd.stores.records import DocumentRecord
@@ -56,11 +56,13 @@ EventFn = Callable[[DocumentEvent], None]
 
 @dataclass
 class WriteCounts:
-    """Chunks a pass's writes embedded, took from the cache, and removed."""
+    """Chunks a pass's writes embedded, took from the cache, and removed; and chunks whose
+    second-stage vector was taken from the cache (the rest wait for ragd.indexing.second_stage)."""
 
     embedded: int = 0
     reused: int = 0
     chunks_deleted: int = 0
+    second_reused: int = 0
 
 
 # Slots, and no empty frozenset: a batch holds up to 8,192 of these for seconds, and each
@@ -187,13 +189,14 @@ class BatchWriter:
             self.stores.keywords().replace_documents(
                 doc_ids,
                 [
-                    KeywordRow(c.chunk_id, c.doc_id, c.embed_text, c.identifiers)
+                    KeywordRow(c.chunk_id, c.doc_id, c.embed_text, c.identifiers, p.write.title)
                     for p in touching
                     for c in p.write.chunks
                 ],
                 new=new,
             )
             self.faults.reached("after_tantivy")
+            self._write_second_stage(doc_ids, [c for p in touching for c in p.write.chunks], new)
         self.faults.reached("before_commit")
         self.manifest.commit([p.write for p in batch], checked_at=self.checked_at)
         committed = time.monotonic()
@@ -211,6 +214,27 @@ class BatchWriter:
                         seconds=committed - p.started,
                     )
                 )
+
+    def _write_second_stage(
+        self, doc_ids: list[str], chunks: list[PreparedChunk], new: list[str]
+    ) -> None:
+        """Make the second stage's rows of these documents those of their chunks whose
+        second-stage vector is stored already (an unchanged section's, a renamed file's);
+        the others get theirs when ragd.indexing.second_stage embeds them."""
+        keys = {c.second_key for c in chunks if c.second_key is not None}
+        cached = self.manifest.cached_vectors(keys) if keys else {}
+        # The width from a stored vector: creating the table needs no model loaded.
+        dim = len(next(iter(cached.values()))) if cached else None
+        table = self.stores.second_vectors(dim)
+        if table is None:
+            return  # off, or no table yet and nothing to put in one
+        rows = [
+            VectorRow(c.chunk_id, c.doc_id, cached[c.second_key])
+            for c in chunks
+            if c.second_key is not None and c.second_key in cached
+        ]
+        table.replace_documents(doc_ids, rows, new=new)
+        self.counts.second_reused += len(rows)
 
     def _vectors_for(self, batch: list[_Pending]) -> dict[str, np.ndarray]:
         """A vector per embed key of the batch: cached, embedded by a worker, or now."""

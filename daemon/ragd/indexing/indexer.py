@@ -22,14 +22,15 @@ from ragd.indexing.batches import BatchWriter, DocumentEvent, EventFn
 from ragd.indexing.entries import EntryUpdate, entry_outcome
 from ragd.indexing.file_outcomes import file_outcome, known_hash, stat_unchanged
 from ragd.indexing.parse_guard import ParseGuard
-from ragd.indexing.passes import IndexingPass
+from ragd.indexing.passes import IndexingPass, settle_vectors
 from ragd.indexing.pipeline import Pipeline
 from ragd.indexing.preparing import Prepared, ToPrepare, prepare
 from ragd.indexing.report import IndexReport
+from ragd.indexing.second_stage import fill
 from ragd.indexing.workers import WORKER_MIN_FILES, Workers, prepare_in_order
 from ragd.sources.folders import FileStat, FolderSource, Listing
 from ragd.stores import vectors
-from ragd.stores.agreement import reconcile
+from ragd.stores.agreement import reconcile, reconcile_second_stage
 from ragd.stores.data_dir import WriterStores
 from ragd.stores.records import DocumentRecord, FileState, listing_digest, utc_now
 
@@ -58,8 +59,10 @@ class Indexer:
         on_event: EventFn | None = None,
         cleanup_older_than: timedelta = timedelta(minutes=10),
         worker_min_files: int = WORKER_MIN_FILES,
+        second: Embedder | None = None,
     ) -> None:
         self.stores = stores
+        self.second = second  # the second-stage model, when it is on
         self.manifest = stores.manifest
         self.sources = list(sources)
         self.pipeline = pipeline
@@ -292,8 +295,29 @@ class Indexer:
             self._pass.batches.add(outcome.write, record)
 
     def reconcile(self) -> None:
-        """Make the search stores list exactly the manifest's chunks (after a crash)."""
+        """Make the search stores list exactly the manifest's chunks (after a crash), and
+        the second stage's table hold the rows of its stored vectors."""
         reconcile(self.manifest, self.stores.vectors(self.embedder.dim), self.stores.keywords())
+        if (second := self.stores.second_vectors()) is not None:
+            reconcile_second_stage(self.manifest, second)
+        else:  # off, or never written: tables of models no longer configured go
+            vectors.VectorStore.drop_second_stage_tables(
+                self.stores.paths.lancedb, keep=self.stores.second_table
+            )
+
+    def fill_second_stage(self, *, progress: ProgressFn | None = None) -> IndexReport:
+        """Embed every chunk still without a second-stage vector (`ragd index` does, after
+        its pass); the report counts them, and says interrupted if a stop cut it short."""
+        report = IndexReport()
+        if self.second is not None:
+            filled = fill(self.stores, self.second, progress=progress, stop=self.should_stop)
+            if filled.embedded:
+                if (second := self.stores.second_vectors()) is not None:
+                    settle_vectors(second, self.cleanup_older_than, self.pipeline.faults)
+                self.manifest.prune_vectors()
+            report.second_embedded, report.second_pending = filled.embedded, filled.pending
+            report.interrupted, report.seconds = filled.pending > 0, filled.seconds
+        return report
 
     def _begin(self, *, reconcile: bool) -> IndexReport:
         self._pass = self._new_pass()

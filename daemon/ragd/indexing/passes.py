@@ -83,6 +83,7 @@ class IndexingPass:
         self.report.embedded = counts.embedded
         self.report.reused = counts.reused
         self.report.chunks_deleted = counts.chunks_deleted
+        self.report.second_reused = counts.second_reused
         stores = self.batches.stores
         stores.manifest.confirm_unchanged(self._confirmed, checked_at=self.checked_at)
         self._confirmed.clear()
@@ -90,6 +91,8 @@ class IndexingPass:
         if self.batches.wrote:
             vectors = stores.vectors(self.batches.embedder.dim)
             settle_vectors(vectors, self._cleanup_older_than, self.batches.faults)
+            if (second := stores.second_vectors()) is not None:
+                settle_vectors(second, self._cleanup_older_than, self.batches.faults)
         self.report.seconds = time.monotonic() - self.started
         return self.report
 

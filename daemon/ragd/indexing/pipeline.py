@@ -1,9 +1,10 @@
 """The document pipeline: bytes in, chunks with stable ids out, under one fingerprint.
 
-Owns the pipeline fingerprint (model identity + parser and chunker versions and
-settings) and the identities derived from content: chunk ids and embedding keys. A
-document indexed under another fingerprint is re-processed; a chunk whose embedding key
-is already stored is not sent to the model again. Each chunk leaves as one
+Owns the pipeline fingerprint (the identities of both models, the parser and chunker
+versions and settings) and the identities derived from content: chunk ids and embedding
+keys, one per model. A document indexed under another fingerprint is re-processed; a
+chunk whose embedding key is already stored is not sent to that model again, so changing
+one model re-embeds with that model only. Each chunk leaves as one
 `PreparedChunk`, the record that travels from parsing (here or in a worker) to the stores.
 """
 
@@ -54,6 +55,7 @@ class PreparedChunk(NamedTuple):
     embed_text: str
     vector: Vector | None = None
     identifiers: str | None = None
+    second_key: str | None = None  # the second-stage embedding key; None with it off
 
 
 PreparedWrite = DocumentWrite[PreparedChunk]
@@ -69,7 +71,8 @@ class ProcessedDocument(NamedTuple):
 
 @dataclass(frozen=True)
 class Pipeline:
-    """Parsing and chunking settings plus the model identity they are paired with.
+    """Parsing and chunking settings plus the identities of the models they are paired
+    with: the first stage's, and the second stage's when it is on.
 
     `faults` is the crash plan of tests (ragd.indexing.faults); it is not part of the
     recipe and never changes what is produced.
@@ -77,6 +80,7 @@ class Pipeline:
 
     chunking: ChunkSettings
     model_identity: str
+    second_identity: str | None = None
     faults: FaultPlan = field(default=NO_FAULTS, compare=False)
 
     @cached_property  # asked once per document on every pass: 38k JSON dumps cost 0.4 s
@@ -89,6 +93,9 @@ class Pipeline:
             "max_chars": self.chunking.max_chars,
             "overlap": self.chunking.overlap,
         }
+        # Absent when off, so fingerprints from before the second stage still hold.
+        if self.second_identity is not None:
+            recipe["second_stage"] = self.second_identity
         return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
 
     def process(self, data: bytes, filename: str, doc_id: str) -> ProcessedDocument:
@@ -113,6 +120,9 @@ class Pipeline:
                     text=c.text,
                     embed_key=embed_key(self.model_identity, c.embed_text),
                     embed_text=c.embed_text,
+                    second_key=None
+                    if self.second_identity is None
+                    else embed_key(self.second_identity, c.embed_text),
                 )
                 for c in chunks
             ),
@@ -125,4 +135,4 @@ def manifest_keyword_rows(manifest: ManifestReader) -> Iterator[KeywordRow]:
     for document in manifest.documents():
         for chunk in manifest.chunks_of(document.doc_id):
             text = labelled_text(document.title, chunk.heading_path, chunk.text)
-            yield KeywordRow(chunk.chunk_id, chunk.doc_id, text)
+            yield KeywordRow(chunk.chunk_id, chunk.doc_id, text, title=document.title)

@@ -5,7 +5,7 @@ Imports nothing from ragd.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 
 @dataclass
@@ -21,11 +21,24 @@ class IndexReport:
     embedded: int = 0
     reused: int = 0
     chunks_deleted: int = 0
+    second_embedded: int = 0  # chunk texts the second-stage model embedded
+    second_reused: int = 0  # chunks whose stored second-stage vector was written again
+    second_pending: int = 0  # chunks still without one (the daemon fills them later)
     seconds: float = 0.0
     reconciled: bool = False
     interrupted: bool = False
     errors: list[str] = field(default_factory=list)  # the pass could not complete for a source
     skipped: list[str] = field(default_factory=list)  # files that cannot be documents at all
+
+    def merged(self, second: IndexReport) -> IndexReport:
+        """This pass's report with what a second-stage fill after it did."""
+        return replace(
+            self,
+            second_embedded=self.second_embedded + second.second_embedded,
+            second_pending=second.second_pending,
+            seconds=self.seconds + second.seconds,
+            interrupted=self.interrupted or second.interrupted,
+        )
 
     def to_json(self) -> dict[str, object]:
         """The JSON object printed by `ragd index --json`."""
@@ -41,6 +54,11 @@ class IndexReport:
                 "embedded": self.embedded,
                 "reused": self.reused,
                 "deleted": self.chunks_deleted,
+            },
+            "second_stage": {
+                "embedded": self.second_embedded,
+                "reused": self.second_reused,
+                "pending": self.second_pending,
             },
             "seconds": round(self.seconds, 3),
             "reconciled": self.reconciled,

@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from ragd.errors import UsageError
-from ragd.search.searcher import Hit, Mode, Searcher
+from ragd.search.filters import NO_FILTER, QueryFilter
+from ragd.search.results import Hit, Mode
+from ragd.search.searcher import Searcher
 
 CUTOFFS = (1, 5, 10)
 RETRIEVERS: tuple[Mode, ...] = ("bm25", "vector")  # each on its own, for misses
@@ -179,17 +181,42 @@ def check_gold_paths(questions: Iterable[Question], indexed_keys: set[str]) -> N
         )
 
 
+# An evaluation mode: a query mode, or "hybrid+rerank" (hybrid re-scored by the second
+# stage; plain "hybrid" is measured without it).
+RERANK_MODE = "hybrid+rerank"
+
+
+def query_mode(mode: str) -> tuple[Mode, bool]:
+    """The query mode and whether the second stage re-scores, of an evaluation mode."""
+    if mode == RERANK_MODE:
+        return "hybrid", True
+    if mode in RETRIEVERS or mode == "hybrid":
+        return mode, False  # type: ignore[return-value]  # one of Mode's values
+    raise UsageError(f"unknown evaluation mode '{mode}'")
+
+
 def evaluate(
-    searcher: Searcher, questions: Sequence[Question], mode: Mode, k: int = 10
+    searcher: Searcher,
+    questions: Sequence[Question],
+    mode: str,
+    k: int = 10,
+    *,
+    filters: QueryFilter = NO_FILTER,
 ) -> ModeReport:
-    """Run every question in one mode."""
+    """Run every question in one evaluation mode (a query mode, or hybrid+rerank)."""
     outcomes = []
+    searched, rerank = query_mode(mode)
     for question in questions:
-        response = searcher.search(question.query, k=k, mode=mode)
+        response = searcher.search(
+            question.query, k=k, mode=searched, rerank=rerank, filters=filters
+        )
         first = next((hit.rank for hit in response.hits if answers(hit, question)), None)
         top = [f"{h.document.key} › {' / '.join(h.chunk.heading_path)}" for h in response.hits]
         ranks: dict[str, int | None] = (
-            {r: gold_rank(searcher, question, r, searcher.settings.candidates) for r in RETRIEVERS}
+            {
+                r: gold_rank(searcher, question, r, searcher.settings.candidates, filters)
+                for r in RETRIEVERS
+            }
             if question.gold and first != 1
             else {}
         )
@@ -197,7 +224,13 @@ def evaluate(
     return ModeReport(mode, outcomes)
 
 
-def gold_rank(searcher: Searcher, question: Question, mode: Mode, depth: int) -> int | None:
+def gold_rank(
+    searcher: Searcher,
+    question: Question,
+    mode: Mode,
+    depth: int,
+    filters: QueryFilter = NO_FILTER,
+) -> int | None:
     """Rank of the first answering hit in one mode's list, looking `depth` deep."""
-    response = searcher.search(question.query, k=depth, mode=mode)
+    response = searcher.search(question.query, k=depth, mode=mode, filters=filters)
     return next((hit.rank for hit in response.hits if answers(hit, question)), None)

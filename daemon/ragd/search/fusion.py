@@ -84,3 +84,51 @@ def convex_fusion(
         (Fused(item, score, ranks[item]) for item, score in scores.items()),
         key=lambda f: (-f.score, min(f.ranks.values()), f.item),
     )
+
+
+# The second stage's share of a query's score falls as the query's keywords cover more of
+# it (ragd.search.abstention.coverage): all of it below coverage 0.07, none above 0.73.
+# Keyword-dense questions (pasted names, jargon) keep what BM25 wins; paraphrases, whose
+# words the documents do not use, are ranked by the model. Chosen on fastapi-docs and
+# tldr-pages together (docs/retrieval.md).
+SHARE_AT_ZERO = 1.1
+SHARE_SLOPE = 1.5
+
+
+def second_stage_share(coverage: float, weight: float = 1.0) -> float:
+    """The second stage's share of a query's score, in [0, 1], scaled by `weight`."""
+    return min(1.0, max(0.0, weight * (SHARE_AT_ZERO - SHARE_SLOPE * coverage)))
+
+
+@dataclass(frozen=True, slots=True)
+class Rescored:
+    """A candidate re-scored: its final score, its 1-based rank in the first stage, and in
+    the second (None when it had no second-stage score)."""
+
+    item: str
+    score: float
+    first_rank: int
+    second_rank: int | None
+
+
+def rescore(first: Sequence[Fused], second: Mapping[str, float], share: float) -> list[Rescored]:
+    """Re-score the first stage's candidates, best first: (1 - share) times the first-stage
+    score over the best one, plus `share` times the second-stage score over the best one.
+
+    `second` holds similarities (higher is better, 0 unrelated: a cosine, or a
+    cross-encoder's probability). A candidate without one is ranked by the first stage:
+    its first-stage ratio stands in for both parts. Ties keep first-stage order.
+    """
+    best_first = max((f.score for f in first), default=0.0)
+    scored = [second[f.item] for f in first if f.item in second]
+    best_second = max(scored, default=0.0)
+    by_second = sorted((f.item for f in first if f.item in second), key=lambda i: -second[i])
+    second_rank = {item: rank for rank, item in enumerate(by_second, start=1)}
+    out = []
+    for rank, f in enumerate(first, start=1):
+        ratio = f.score / best_first if best_first > 0 else 0.0
+        other = second[f.item] / best_second if f.item in second and best_second > 0 else ratio
+        out.append(
+            Rescored(f.item, (1 - share) * ratio + share * other, rank, second_rank.get(f.item))
+        )
+    return sorted(out, key=lambda r: (-r.score, r.first_rank))

@@ -1,32 +1,42 @@
 """The read path: hybrid retrieval over the stores, with staleness on every hit.
 
-Owns query validation (length cap, control characters), the retrieval modes (bm25,
-vector, hybrid = both fused with RRF), the join of hits with the manifest (only chunks
-the manifest lists are served, so orphans and half-written documents never surface)
-and the query result contract of DESIGN.md.
+Owns query validation (length cap, control characters, filters), the retrieval modes
+(bm25, vector, hybrid = both fused), the second stage's place in hybrid mode (its own
+nearest chunks fused as a third list, then the best candidates re-scored: its share of
+the score depends on how much of the query the keywords cover), the join of hits with the
+manifest (only chunks the manifest lists are served, so orphans and half-written documents
+never surface), abstention, and the query result contract of DESIGN.md (`results`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Literal
 
 from ragd.embedding import Embedder
 from ragd.errors import QueryRefused
-from ragd.search.abstention import Evidence, agreement, is_weak
-from ragd.search.fusion import Fused, Fusion, convex_fusion, reciprocal_rank_fusion
+from ragd.search.abstention import Evidence, coverage, is_weak, margin, unknown_names
+from ragd.search.filters import NO_FILTER, QueryFilter
+from ragd.search.fusion import (
+    Fused,
+    Fusion,
+    convex_fusion,
+    reciprocal_rank_fusion,
+    rescore,
+    second_stage_share,
+)
+from ragd.search.results import MODES, Hit, Mode, SearchResponse
+from ragd.search.second_stage import QueryScorer, Rescorer
 from ragd.search.sections import section_text
 from ragd.search.staleness import SourcePolicy, stale_reasons
-from ragd.stores.keywords import IDENTIFIER_WEIGHT, KeywordStore
+from ragd.stores.keywords import IDENTIFIER_WEIGHT, TITLE_WEIGHT, KeywordStore
 from ragd.stores.manifest_reader import ManifestReader
 from ragd.stores.records import ChunkRecord, DocumentRecord
 from ragd.stores.vectors import VectorStore
 
-Mode = Literal["hybrid", "bm25", "vector"]
-MODES: tuple[Mode, ...] = ("hybrid", "bm25", "vector")
+__all__ = ["MODES", "Hit", "Mode", "SearchResponse", "SearchSettings", "Searcher", "clean_query"]
 
 # Control characters, and lone surrogates (invalid UTF-8 decoded with surrogateescape, or
 # "\ud800" in JSON), which no tokenizer can encode.
@@ -35,7 +45,7 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
 
 @dataclass(frozen=True)
 class SearchSettings:
-    """How wide to retrieve and how much to keep."""
+    """How wide to retrieve, how to fuse, and how much to keep."""
 
     k: int = 10
     candidates: int = 50
@@ -45,65 +55,21 @@ class SearchSettings:
     vector_weight: float = 0.5
     fusion: Fusion = "convex"
     identifier_weight: float = IDENTIFIER_WEIGHT
+    title_weight: float = TITLE_WEIGHT
     max_context_chars: int = 4000
+    rerank_candidates: int = 30  # first-stage candidates the second stage re-scores
+    rerank_weight: float = 1.0  # scales the second stage's share of the score
 
 
-@dataclass(frozen=True)
-class Hit:
-    """One result, shaped as the query contract's result object."""
+@dataclass(frozen=True, slots=True)
+class _Ranked:
+    """A candidate in final order, with where each stage put it."""
 
-    rank: int
     chunk: ChunkRecord
-    document: DocumentRecord
+    fused: Fused
     score: float
-    bm25_rank: int | None
-    vector_rank: int | None
-    stale_reasons: tuple[str, ...]
-    context: str | None = None  # the whole section (bounded), when expansion was asked for
-
-    def to_json(self) -> dict[str, object]:
-        """The result object of DESIGN.md's query contract."""
-        doc = self.document
-        return {
-            "rank": self.rank,
-            "chunk_id": self.chunk.chunk_id,
-            "doc_id": doc.doc_id,
-            "source": doc.source,
-            "path": doc.key,
-            "uri": doc.uri,
-            "title": doc.title,
-            "heading_path": list(self.chunk.heading_path),
-            "text": self.chunk.text,
-            "score": self.score,
-            "bm25_rank": self.bm25_rank,
-            "vector_rank": self.vector_rank,
-            "indexed_at": doc.indexed_at,
-            "stale": bool(self.stale_reasons),
-            "stale_reasons": list(self.stale_reasons),
-        } | ({} if self.context is None else {"context": self.context})
-
-
-@dataclass
-class SearchResponse:
-    """A query's answer."""
-
-    query: str
-    mode: Mode
-    hits: list[Hit] = field(default_factory=list)
-    abstained: bool = False
-    excluded_stale: int | None = None
-
-    def to_json(self) -> dict[str, object]:
-        """The JSON object of the query contract (CLI --json and HTTP)."""
-        body: dict[str, object] = {
-            "query": self.query,
-            "mode": self.mode,
-            "abstained": self.abstained,
-            "results": [h.to_json() for h in self.hits],
-        }
-        if self.excluded_stale is not None:
-            body["excluded_stale"] = self.excluded_stale
-        return body
+    first_rank: int
+    second_rank: int | None
 
 
 def clean_query(text: str, max_chars: int) -> str:
@@ -120,7 +86,11 @@ def clean_query(text: str, max_chars: int) -> str:
 
 
 class Searcher:
-    """Answers queries from read-only store handles."""
+    """Answers queries from read-only store handles.
+
+    `second` is the second stage (None when it is off); `is_word` tells an ordinary word
+    from a name for abstention (ragd.search.abstention), from a model's vocabulary.
+    """
 
     def __init__(
         self,
@@ -132,6 +102,8 @@ class Searcher:
         fingerprint: str,
         policies: Mapping[str, SourcePolicy],
         settings: SearchSettings | None = None,
+        second: Rescorer | None = None,
+        is_word: Callable[[str], bool] | None = None,
     ) -> None:
         self.manifest = manifest
         self.vectors = vectors
@@ -140,6 +112,8 @@ class Searcher:
         self.fingerprint = fingerprint
         self.policies = dict(policies)
         self.settings = settings or SearchSettings()
+        self.second = second
+        self.is_word = is_word
 
     def search(
         self,
@@ -149,11 +123,15 @@ class Searcher:
         mode: Mode = "hybrid",
         exclude_stale: bool = False,
         expand: bool = False,
+        rerank: bool = True,
+        filters: QueryFilter = NO_FILTER,
     ) -> SearchResponse:
-        """Retrieve `candidates` per retriever, fuse, join with the manifest, flag stale hits.
+        """Retrieve `candidates` per retriever, fuse, re-score with the second stage (hybrid
+        mode, when it is on and `rerank`), join with the manifest, flag stale hits.
 
-        With `expand`, every hit also carries its whole section as `context`, at most
-        `max_context_chars` and around the hit's own window.
+        `filters` limits every retriever to some sources and keys before it picks its
+        best. With `expand`, every hit also carries its whole section as `context`, at
+        most `max_context_chars` and around the hit's own window.
         """
         if mode not in MODES:
             raise QueryRefused(f"unknown mode '{mode}'", hint="use hybrid, bm25 or vector")
@@ -161,16 +139,119 @@ class Searcher:
         if not 1 <= limit <= 1000:
             raise QueryRefused(f"k must be between 1 and 1000, got {limit}")
         query = clean_query(text, self.settings.max_query_chars)
-        found = self._retrieve(query, mode)
-        fused = self._fuse(found)
-        scores = {item: score for ranking in found.values() for item, score in ranking}
-        response = SearchResponse(query=query, mode=mode)
+        self._check_sources(filters)
+        scorer = (
+            self.second.prepare(query, self.settings.candidates, filters.doc_pattern())
+            if mode == "hybrid" and rerank and self.second is not None
+            else None
+        )
+        found = self._retrieve(query, mode, filters.doc_pattern(), scorer)
+        covered = self._coverage(query, found.get("bm25") or [])
+        share = 0.0 if scorer is None else second_stage_share(covered, self.settings.rerank_weight)
+        fused = self._fuse(found, share)
+        ranked, similarity = self._rank(fused, found, scorer, share)
+        response = SearchResponse(query=query, mode=mode, rerank=scorer is not None)
+        # A single retriever reports its own score; hybrid mode the fused one.
+        raw = None if mode == "hybrid" else {i: s for hits in found.values() for i, s in hits}
+        self._collect(response, ranked, raw, limit, exclude_stale)
+        if expand:
+            response.hits = [replace(h, context=self._section(h.chunk)) for h in response.hits]
+        response.abstained = not response.hits or (
+            mode == "hybrid" and is_weak(self._evidence(query, covered, response, similarity))
+        )
+        return response
+
+    # -- retrieving and ranking -----------------------------------------------------------
+
+    def _retrieve(
+        self, query: str, mode: Mode, pattern: str | None, scorer: QueryScorer | None
+    ) -> dict[str, list[tuple[str, float]]]:
+        """Each retriever's `candidates` best (chunk_id, score), best first."""
+        found: dict[str, list[tuple[str, float]]] = {}
+        n = self.settings.candidates
+        nearest = None
+        if mode in ("hybrid", "vector"):
+            # The vector searches run on LanceDB's thread while BM25 runs on this one: a
+            # hybrid query then takes about the longest of them, not their sum.
+            vector = self.embedder.embed([query])[0]
+            nearest = self.vectors.start_search(vector, n, doc_pattern=pattern)
+        if mode in ("hybrid", "bm25"):
+            found["bm25"] = self.keywords.search(
+                query,
+                n,
+                identifier_weight=self.settings.identifier_weight,
+                title_weight=self.settings.title_weight,
+                doc_pattern=pattern,
+            )
+        if nearest is not None:
+            found["vector"] = nearest()
+        if scorer is not None:
+            found["second"] = scorer.retrieve()
+        return found
+
+    def _fuse(self, found: dict[str, list[tuple[str, float]]], share: float) -> list[Fused]:
+        weights = {
+            "bm25": self.settings.bm25_weight,
+            "vector": self.settings.vector_weight,
+            "second": share,
+        }
+        if self.settings.fusion == "rrf":
+            rankings = {name: [item for item, _ in hits] for name, hits in found.items()}
+            return reciprocal_rank_fusion(rankings, k=self.settings.rrf_k, weights=weights)
+        return convex_fusion(found, weights=weights)
+
+    def _rank(
+        self,
+        fused: list[Fused],
+        found: dict[str, list[tuple[str, float]]],
+        scorer: QueryScorer | None,
+        share: float,
+    ) -> tuple[Iterator[_Ranked], dict[str, float]]:
+        """The committed candidates in final order, and each scored candidate's semantic
+        similarity (the second stage's, else the first stage's cosine), for abstention."""
+        committed = self._committed(fused, page=max(self.settings.rerank_candidates, 20))
+        head = [next(committed, None) for _ in range(self.settings.rerank_candidates)]
+        candidates = [c for c in head if c is not None]
+        position = {f.item: rank for rank, f in enumerate(fused, start=1)}
+        if scorer is None:
+            cosine = dict(found.get("vector") or [])
+            similarity = {f.item: cosine[f.item] for f, _ in candidates if f.item in cosine}
+            first = (_Ranked(c, f, f.score, position[f.item], None) for f, c in candidates)
+        else:
+            similarity = scorer.score([c for _, c in candidates])
+            rescored = rescore([f for f, _ in candidates], similarity, share)
+            by_item = {f.item: (f, c) for f, c in candidates}
+            first = (
+                _Ranked(
+                    by_item[r.item][1], by_item[r.item][0], r.score, position[r.item], r.second_rank
+                )
+                for r in rescored
+            )
+
+        def ordered() -> Iterator[_Ranked]:
+            yield from first
+            for f, c in committed:
+                yield _Ranked(c, f, f.score, position[f.item], None)
+
+        return ordered(), similarity
+
+    def _collect(
+        self,
+        response: SearchResponse,
+        ranked: Iterator[_Ranked],
+        raw: dict[str, float] | None,
+        limit: int,
+        exclude_stale: bool,
+    ) -> None:
+        """Fill `response` with the first `limit` hits: one per section, known documents
+        only, stale ones flagged (or dropped and counted, with `exclude_stale`)."""
         excluded = 0
         now = datetime.now(UTC)
         documents: dict[str, DocumentRecord | None] = {}
         pending = self.manifest.pending_doc_ids()
         sections: set[tuple[str, tuple[str, ...]]] = set()
-        for f, chunk in self._committed(fused, page=2 * limit + 10):
+        for r in ranked:
+            chunk = r.chunk
             if chunk.doc_id not in documents:
                 documents[chunk.doc_id] = self.manifest.document(chunk.doc_id)
             doc = documents[chunk.doc_id]
@@ -190,28 +271,58 @@ class Searcher:
             if reasons and exclude_stale:
                 excluded += 1
                 continue
-            score = f.score if mode == "hybrid" else scores[f.item]
             response.hits.append(
                 Hit(
                     rank=len(response.hits) + 1,
                     chunk=chunk,
                     document=doc,
-                    score=round(score, 6),
-                    bm25_rank=f.ranks.get("bm25"),
-                    vector_rank=f.ranks.get("vector"),
+                    score=round(r.score if raw is None else raw[r.fused.item], 6),
+                    bm25_rank=r.fused.ranks.get("bm25"),
+                    vector_rank=r.fused.ranks.get("vector"),
                     stale_reasons=tuple(reasons),
+                    first_stage_rank=r.first_rank,
+                    second_stage_rank=r.second_rank,
                 )
             )
             if len(response.hits) == limit:
                 break
         if exclude_stale:
             response.excluded_stale = excluded
-        if expand:
-            response.hits = [replace(h, context=self._section(h.chunk)) for h in response.hits]
-        response.abstained = not response.hits or (
-            mode == "hybrid" and is_weak(self._evidence(query, found))
+
+    # -- evidence -------------------------------------------------------------------------
+
+    def _coverage(self, query: str, bm25: list[tuple[str, float]]) -> float:
+        """How much of the query the best BM25 hit covers (ragd.search.abstention)."""
+        terms = self.keywords.query_terms(query)
+        documents, frequencies = self.keywords.document_frequencies(terms)
+        return coverage(bm25[0][1] if bm25 else 0.0, documents, frequencies)
+
+    def _evidence(
+        self, query: str, covered: float, response: SearchResponse, similarity: dict[str, float]
+    ) -> Evidence:
+        unknown: tuple[str, ...] = ()
+        if self.is_word is not None:
+            unknown = unknown_names(
+                self.keywords.query_terms(query), self.keywords.in_corpus, self.is_word
+            )
+        best = response.hits[0].chunk.chunk_id if response.hits else None
+        spread = (
+            margin(similarity[best], list(similarity.values()))
+            if best is not None and best in similarity
+            else None
         )
-        return response
+        return Evidence(coverage=covered, unknown=unknown, margin=spread)
+
+    # -- helpers --------------------------------------------------------------------------
+
+    def _check_sources(self, filters: QueryFilter) -> None:
+        known = set(self.policies) | set(self.manifest.sources())
+        unknown = [s for s in filters.sources if s not in known]
+        if unknown:
+            raise QueryRefused(
+                f"unknown source {unknown[0]!r}",
+                hint="the sources are " + (", ".join(sorted(known)) or "none yet"),
+            )
 
     def _section(self, chunk: ChunkRecord) -> str:
         """The hit's section: the run of consecutive chunks around it with its heading path.
@@ -233,23 +344,6 @@ class Searcher:
         texts = [same[o] for o in range(first, last + 1)]
         return section_text(texts, chunk.ordinal - first, self.settings.max_context_chars)
 
-    def _fuse(self, found: dict[str, list[tuple[str, float]]]) -> list[Fused]:
-        weights = {"bm25": self.settings.bm25_weight, "vector": self.settings.vector_weight}
-        if self.settings.fusion == "rrf":
-            rankings = {name: [item for item, _ in hits] for name, hits in found.items()}
-            return reciprocal_rank_fusion(rankings, k=self.settings.rrf_k, weights=weights)
-        return convex_fusion(found, weights=weights)
-
-    def _evidence(self, query: str, found: dict[str, list[tuple[str, float]]]) -> Evidence:
-        bm25 = found.get("bm25") or []
-        terms = len(self.keywords.query_terms(query)) or 1
-        return Evidence(
-            agreement=agreement(
-                [item for item, _ in bm25], [item for item, _ in found.get("vector") or []]
-            ),
-            bm25_per_term=bm25[0][1] / terms if bm25 else 0.0,
-        )
-
     def _committed(self, fused: list[Fused], page: int) -> Iterator[tuple[Fused, ChunkRecord]]:
         """The fused items the manifest lists, in order, read a page at a time.
 
@@ -262,20 +356,3 @@ class Searcher:
             for f in part:
                 if (chunk := rows.get(f.item)) is not None:
                     yield f, chunk
-
-    def _retrieve(self, query: str, mode: Mode) -> dict[str, list[tuple[str, float]]]:
-        """Each retriever's `candidates` best (chunk_id, score), best first."""
-        found: dict[str, list[tuple[str, float]]] = {}
-        n = self.settings.candidates
-        nearest = None
-        if mode in ("hybrid", "vector"):
-            # The vector search runs on LanceDB's thread while BM25 runs on this one: a
-            # hybrid query then takes about the longer of the two, not their sum.
-            nearest = self.vectors.start_search(self.embedder.embed([query])[0], n)
-        if mode in ("hybrid", "bm25"):
-            found["bm25"] = self.keywords.search(
-                query, n, identifier_weight=self.settings.identifier_weight
-            )
-        if nearest is not None:
-            found["vector"] = nearest()
-        return found

@@ -49,6 +49,8 @@ class SourceStatus:
     empty_documents: list[str]
     stale_documents: list[tuple[str, list[str], str | None]]  # path, reasons, indexed_at
     pending_jobs: int
+    # (chunks with a stored second-stage vector, chunks that should have one); None: off
+    second_stage: tuple[int, int] | None = None
 
     def to_json(self) -> dict[str, object]:
         """The source object of the status contract."""
@@ -74,6 +76,7 @@ class SourceStatus:
             "stale_documents": [
                 {"path": p, "reasons": r, "indexed_at": t} for p, r, t in self.stale_documents
             ],
+            "second_stage": None if self.second_stage is None else _coverage(*self.second_stage),
         }
 
 
@@ -88,6 +91,7 @@ class StatusReport:
     last_full_scan_at: str | None
     queue_depth: int
     index_lag_seconds: float
+    second_stage_model: str | None = None  # None: the second stage is off
 
     @property
     def documents(self) -> int:
@@ -114,8 +118,16 @@ class StatusReport:
             "documents": self.documents,
             "stale": self.stale,
             "failed": self.failed,
+            "second_stage": self._second_stage(),
             "sources": [s.to_json() for s in self.sources],
         }
+
+    def _second_stage(self) -> dict[str, object] | None:
+        if self.second_stage_model is None:
+            return None
+        covered = [s.second_stage for s in self.sources if s.second_stage is not None]
+        done, total = sum(c[0] for c in covered), sum(c[1] for c in covered)
+        return {"model": self.second_stage_model} | _coverage(done, total)
 
 
 def build_status(
@@ -125,8 +137,11 @@ def build_status(
     *,
     sources: Sequence[SourceInfo],
     fingerprint: str,
+    second_stage_model: str | None = None,
 ) -> StatusReport:
-    """Build the report from read-only store handles.
+    """Build the report from read-only store handles. With `second_stage_model` (the
+    second stage is on), each source reports how many of its chunks have a stored
+    second-stage vector.
 
     The manifest's chunk ids are read before and after the search stores', so a chunk
     a running writer committed or removed in between is in flight, not a disagreement.
@@ -140,6 +155,7 @@ def build_status(
     names = [s.name for s in sources] + sorted(set(by_source) - set(configured))
     pending = manifest.pending_doc_ids()
     jobs, oldest_job = manifest.queued_jobs()
+    coverage = manifest.second_stage_coverage() if second_stage_model is not None else None
     source_reports = [
         _source_status(
             name,
@@ -149,6 +165,7 @@ def build_status(
             now,
             pending,
             jobs.get(name, 0),
+            None if coverage is None else coverage.get(name, (0, 0)),
         )
         for name in names
     ]
@@ -163,6 +180,7 @@ def build_status(
         last_full_scan_at=manifest.last_full_scan_at(),
         queue_depth=sum(jobs.values()),
         index_lag_seconds=(now - parse_time(oldest_job)).total_seconds() if oldest_job else 0.0,
+        second_stage_model=second_stage_model,
     )
 
 
@@ -174,6 +192,7 @@ def _source_status(
     now: datetime,
     pending: set[str],
     pending_jobs: int,
+    second_stage: tuple[int, int] | None,
 ) -> SourceStatus:
     live = [d for d in docs if d.status != "deleted"]
     reasons: Counter[str] = Counter()
@@ -210,4 +229,15 @@ def _source_status(
         empty_documents=[d.key for d in indexed if d.chunk_count == 0],
         stale_documents=stale_documents,
         pending_jobs=pending_jobs,
+        second_stage=second_stage,
     )
+
+
+def _coverage(done: int, total: int) -> dict[str, object]:
+    """A second-stage coverage object: chunks with a vector, chunks in all, their ratio."""
+    return {
+        "vectors": done,
+        "chunks": total,
+        "pending": total - done,
+        "coverage": round(done / total, 4) if total else 1.0,
+    }

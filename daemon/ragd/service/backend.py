@@ -12,24 +12,24 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from ragd.search.searcher import Mode, Searcher, SearchResponse
+from ragd.search.results import QueryRequest
+from ragd.search.searcher import Searcher, SearchResponse
 from ragd.search.status import StatusReport
 from ragd.service.logs import get_logger
 from ragd.service.metrics import Metrics, Snapshot
 from ragd.service.runtime import Runtime
 from ragd.service.scheduler import Scheduler
+from ragd.service.second_stage_filler import SecondStageFiller
 from ragd.service.webhook_intake import WebhookIntake
 from ragd.service.writer import Writer
 from ragd.sources.watcher import Watcher
 from ragd.stores.jobs import JobQueue
-from ragd.stores.keywords import KeywordStore
 from ragd.stores.manifest_reader import ManifestReader
 from ragd.stores.records import parse_time
-from ragd.stores.vectors import VectorStore
 
 log = get_logger("ragd.service")
 
@@ -42,11 +42,11 @@ class Readers:
     """Long-lived read-only store handles for queries; refreshed after each commit."""
 
     def __init__(self, runtime: Runtime) -> None:
-        paths = runtime.data_dir
-        self.manifest = ManifestReader.open(paths.manifest)
-        self.vectors = VectorStore.open_readonly(paths.lancedb, ids_in_memory=True)
-        self.keywords = KeywordStore.open_readonly(paths.tantivy)
-        self.searcher: Searcher = runtime.searcher(self.manifest, self.vectors, self.keywords)
+        self.manifest = ManifestReader.open(runtime.data_dir.manifest)
+        self.stores = runtime.open_readers(self.manifest, ids_in_memory=True)
+        self.vectors = self.stores.vectors
+        self.keywords = self.stores.keywords
+        self.searcher: Searcher = runtime.searcher(self.stores)
         self.lock = threading.Lock()
         self._seen = 0
         self._generation = 0
@@ -55,17 +55,23 @@ class Readers:
         """The writer committed: the next query refreshes the handles first."""
         self._generation += 1
 
-    def search(
-        self, query: str, k: int | None, mode: Mode, exclude_stale: bool, expand: bool
-    ) -> SearchResponse:
+    def search(self, request: QueryRequest) -> SearchResponse:
         """Run one query (queries are serialised: they share one SQLite connection)."""
         with self.lock:
             if self._seen != self._generation:
                 self._seen = self._generation
                 self.vectors.refresh()
                 self.keywords.refresh()
+                if self.stores.second is not None:
+                    self.stores.second.refresh()
             return self.searcher.search(
-                query, k=k, mode=mode, exclude_stale=exclude_stale, expand=expand
+                request.query,
+                k=request.k,
+                mode=request.mode or "hybrid",
+                exclude_stale=request.exclude_stale,
+                expand=request.expand,
+                rerank=request.rerank,
+                filters=request.filters,
             )
 
     def close(self) -> None:
@@ -84,6 +90,7 @@ class ServiceBackend:
     watcher: Watcher
     scheduler: Scheduler
     webhooks: WebhookIntake
+    filler: SecondStageFiller | None
     state: Callable[[], str]
     started: float
 
@@ -94,13 +101,11 @@ class ServiceBackend:
     def max_body_bytes(self) -> int:
         return self.runtime.config.http.max_body_bytes
 
-    def search(
-        self, query: str, k: int | None, mode: str | None, exclude_stale: bool, expand: bool
-    ) -> Any:
-        chosen: Mode = mode or self.runtime.config.search.mode  # type: ignore[assignment]
+    def search(self, request: QueryRequest) -> Any:
+        chosen = replace(request, mode=request.mode or self.runtime.config.search.mode)
         started = time.perf_counter()
-        result = self.readers.search(query, k, chosen, exclude_stale, expand).to_json()
-        self.metrics.query_seconds.labels(mode=chosen).observe(time.perf_counter() - started)
+        result = self.readers.search(chosen).to_json()
+        self.metrics.query_seconds.labels(mode=chosen.mode).observe(time.perf_counter() - started)
         return result
 
     def status(self) -> dict[str, object]:
@@ -116,6 +121,7 @@ class ServiceBackend:
             "writer": self.writer.stats.to_json(),
             "lancedb_versions": self.readers.vectors.version_count(),
             "next_jobs": self.scheduler.next_runs(),
+            "second_stage": None if self.filler is None else self.filler.to_json(),
         }
         report = self._settled_status().to_json()
         report["daemon"] = daemon

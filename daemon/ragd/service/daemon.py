@@ -29,12 +29,14 @@ from ragd.service.logs import get_logger
 from ragd.service.notify import Notifier
 from ragd.service.runtime import Runtime
 from ragd.service.scheduler import Scheduler
+from ragd.service.second_stage_filler import SecondStageFiller
 from ragd.service.stopping import StopSignal
 from ragd.service.webhook_intake import WebhookIntake
 from ragd.service.writer import Writer, WriterStats
 from ragd.sources.watcher import Change, Watcher
 from ragd.stores.data_dir import WriterLock, WriterStores
 from ragd.stores.jobs import JobKind, JobQueue
+from ragd.stores.manifest_reader import ManifestReader
 from ragd.stores.records import format_time
 
 log = get_logger("ragd.service")
@@ -84,9 +86,19 @@ class Daemon:
                 self.stop,
                 stats=stats,
                 compact=self._compact,
-                on_commit=self.readers.committed,
+                on_commit=self._committed,
                 on_exit=self.stopping.wake,
                 fetchers=self.webhooks.fetchers,
+            )
+            self.filler = (
+                None
+                if runtime.second_stage is None
+                else SecondStageFiller(
+                    lambda: ManifestReader.open(runtime.data_dir.manifest),
+                    runtime.second_stage,
+                    self.writer.submit_second_stage,
+                    self.stop,
+                )
             )
             self.watcher = Watcher(runtime.folders, self._on_changes, self._on_overflow)
             self.scheduler = Scheduler(config.schedule, self._enqueue)
@@ -98,6 +110,7 @@ class Daemon:
                 self.watcher,
                 self.scheduler,
                 self.webhooks,
+                self.filler,
                 state=lambda: self.state,
                 started=self.started,
             )
@@ -116,6 +129,8 @@ class Daemon:
         stores.vectors(self.runtime.embedder.dim)
         stores.keywords()
         self.runtime.embedder.embed([])
+        if self.runtime.second_stage is not None:
+            self.runtime.second_stage.load()
         return stores
 
     def __enter__(self) -> Daemon:
@@ -135,6 +150,8 @@ class Daemon:
         self.queue.enqueue("scan")
         self.http.start()
         self.writer.start()
+        if self.filler is not None:
+            self.filler.start()
         self.scheduler.start()
         self.state = "ok"
         self.notifier.ready()
@@ -169,19 +186,30 @@ class Daemon:
         self.http.begin_stop()
         self.watcher.stop()  # flushes pending changes into the durable queue
         self.writer.wake.set()
+        if self.filler is not None:
+            self.filler.wake.set()
         self.writer.join(max(0.1, deadline - time.monotonic()))
         self.http.join(max(0.1, deadline - time.monotonic()))
         log.info("stopped", writer_finished=not self.writer.is_alive())
 
     # -- what the threads call -----------------------------------------------------------
 
+    def _committed(self) -> None:
+        """The writer committed: readers refresh, and new chunks may want second-stage
+        vectors."""
+        self.readers.committed()
+        if self.filler is not None:
+            self.filler.wake.set()
+
     def _compact(self) -> None:
         """The writer's `compact` job: LanceDB housekeeping, then the manifest's."""
-        compact_vectors(
-            self.stores.vectors(self.runtime.embedder.dim),
+        cleanup, faults = (
             self.runtime.config.schedule.cleanup_older_than,
             self.runtime.pipeline.faults,
         )
+        compact_vectors(self.stores.vectors(self.runtime.embedder.dim), cleanup, faults)
+        if (second := self.stores.second_vectors()) is not None:
+            compact_vectors(second, cleanup, faults)
         # Watch events and webhooks never run a full pass, which is what prunes the vector
         # cache; without this the manifest would grow with every edit.
         pruned = self.stores.manifest.prune_vectors()

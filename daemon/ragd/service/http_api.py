@@ -20,7 +20,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ragd.errors import RagdError, UsageError
-from ragd.search.searcher import MODES
+from ragd.search.filters import QueryFilter
+from ragd.search.results import MODES, QueryRequest
 from ragd.service.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 
 OPENAPI = Path(__file__).with_name("openapi.json")
@@ -34,9 +35,7 @@ class Backend(Protocol):
         """Largest request body accepted."""
         ...
 
-    def search(
-        self, query: str, k: int | None, mode: str | None, exclude_stale: bool, expand: bool
-    ) -> Any:
+    def search(self, request: QueryRequest) -> Any:
         """Run a query; returns the query contract's JSON object."""
         ...
 
@@ -112,8 +111,19 @@ def _json_object(body: bytes) -> Mapping[str, Any]:
     return value
 
 
-def _query_args(payload: Mapping[str, Any]) -> tuple[str, int | None, str | None, bool, bool]:
-    unknown = set(payload) - {"query", "k", "mode", "exclude_stale", "expand"}
+_QUERY_FIELDS = {"query", "k", "mode", "exclude_stale", "expand", "rerank", "source", "path"}
+
+
+def _flag(payload: Mapping[str, Any], name: str, default: bool) -> bool:
+    value = payload.get(name, default)
+    if not isinstance(value, bool):
+        raise HTTPException(400, f"'{name}' must be true or false")
+    return value
+
+
+def _query_request(payload: Mapping[str, Any]) -> QueryRequest:
+    """The body of POST /v1/query as a request; 400 naming the first bad field."""
+    unknown = set(payload) - _QUERY_FIELDS
     if unknown:
         raise HTTPException(400, f"unknown field(s): {', '.join(sorted(unknown))}")
     query = payload.get("query")
@@ -125,13 +135,27 @@ def _query_args(payload: Mapping[str, Any]) -> tuple[str, int | None, str | None
     mode = payload.get("mode")
     if mode is not None and mode not in MODES:
         raise HTTPException(400, f"'mode' must be one of {', '.join(MODES)}")
-    exclude_stale = payload.get("exclude_stale", False)
-    if not isinstance(exclude_stale, bool):
-        raise HTTPException(400, "'exclude_stale' must be true or false")
-    expand = payload.get("expand", False)
-    if not isinstance(expand, bool):
-        raise HTTPException(400, "'expand' must be true or false")
-    return query, k, mode, exclude_stale, expand
+    sources = payload.get("source", [])
+    if isinstance(sources, str):
+        sources = [sources]
+    if not isinstance(sources, list) or not all(isinstance(s, str) for s in sources):
+        raise HTTPException(400, "'source' must be a source name or a list of them")
+    path = payload.get("path")
+    if path is not None and not isinstance(path, str):
+        raise HTTPException(400, "'path' must be a glob string")
+    try:
+        filters = QueryFilter(tuple(sources), path)
+    except UsageError as exc:
+        raise HTTPException(400, str(exc)) from None
+    return QueryRequest(
+        query,
+        k=k,
+        mode=mode,
+        exclude_stale=_flag(payload, "exclude_stale", False),
+        expand=_flag(payload, "expand", False),
+        rerank=_flag(payload, "rerank", True),
+        filters=filters,
+    )
 
 
 class _Endpoints:
@@ -142,11 +166,9 @@ class _Endpoints:
 
     async def query(self, request: Request) -> Response:
         payload = _json_object(await read_body(request, self.backend.max_body_bytes))
-        query_text, k, mode, exclude_stale, expand = _query_args(payload)
+        query = _query_request(payload)
         try:
-            result = await run_in_threadpool(
-                self.backend.search, query_text, k, mode, exclude_stale, expand
-            )
+            result = await run_in_threadpool(self.backend.search, query)
         except UsageError as exc:
             return _error(400, str(exc))
         except RagdError as exc:

@@ -10,21 +10,33 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ragd.config import Config, FolderSourceConfig
 from ragd.embedding.static import Model2VecEmbedder
+from ragd.embedding.transformer import TransformerEmbedder
 from ragd.indexing.chunking import ChunkSettings
 from ragd.indexing.faults import NO_FAULTS, FaultPlan
 from ragd.indexing.indexer import Indexer
 from ragd.indexing.pipeline import Pipeline, manifest_keyword_rows
 from ragd.search.searcher import Searcher, SearchSettings
+from ragd.search.second_stage import StoredVectors
 from ragd.search.staleness import SourcePolicy
 from ragd.search.status import SourceInfo, StatusReport, build_status
 from ragd.sources.folders import FolderSource
 from ragd.stores.data_dir import DataDir, WriterLock, WriterStores
 from ragd.stores.keywords import KeywordStore
 from ragd.stores.manifest_reader import ManifestReader
-from ragd.stores.vectors import VectorStore
+from ragd.stores.vectors import VectorStore, second_stage_table
+
+
+class ReadStores(NamedTuple):
+    """Read-only handles on the stores; `second` is the second stage's table (None off)."""
+
+    manifest: ManifestReader
+    vectors: VectorStore
+    keywords: KeywordStore
+    second: VectorStore | None
 
 
 @dataclass(frozen=True)
@@ -34,6 +46,7 @@ class Runtime:
     config: Config
     data_dir: DataDir
     embedder: Model2VecEmbedder
+    second_stage: TransformerEmbedder | None  # None when [rerank] is off
     pipeline: Pipeline
     folders: tuple[FolderSource, ...]
 
@@ -45,6 +58,12 @@ class Runtime:
             config.embedding.model,
             is_local=config.embedding.model_is_local,
             batch_size=config.embedding.batch_size,
+        )
+        rerank = config.rerank
+        second = (
+            TransformerEmbedder(rerank.model, is_local=rerank.model_is_local)
+            if rerank.enabled
+            else None
         )
         chunking = ChunkSettings(config.chunking.max_chars, config.chunking.overlap)
         folders = tuple(
@@ -58,7 +77,13 @@ class Runtime:
             config=config,
             data_dir=DataDir(config.daemon.data_dir),
             embedder=embedder,
-            pipeline=Pipeline(chunking, embedder.identity, faults),
+            second_stage=second,
+            pipeline=Pipeline(
+                chunking,
+                embedder.identity,
+                second_identity=None if second is None else second.identity,
+                faults=faults,
+            ),
             folders=folders,
         )
 
@@ -67,13 +92,22 @@ class Runtime:
         folders = {f.name: f for f in self.folders}
         return {s.name: SourcePolicy(s.max_age, folders.get(s.name)) for s in self.config.sources}
 
+    @property
+    def second_table(self) -> str | None:
+        """The name of the second stage's vector table; None when it is off."""
+        second = self.second_stage
+        return None if second is None else second_stage_table(second.identity)
+
     def writer_stores(self) -> WriterStores:
         """The one writer's handles on the stores (the caller holds the writer lock)."""
-        return WriterStores(self.data_dir, keyword_rows=manifest_keyword_rows)
+        return WriterStores(
+            self.data_dir, keyword_rows=manifest_keyword_rows, second_table=self.second_table
+        )
 
     @contextmanager
-    def indexer(self) -> Iterator[Indexer]:
-        """The single writer: takes the data_dir lock, opens the stores, closes both."""
+    def indexer(self, *, second_threads: int = 1) -> Iterator[Indexer]:
+        """The single writer: takes the data_dir lock, opens the stores, closes both.
+        `second_threads` is how many threads its second-stage model runs on."""
         lock = WriterLock(self.data_dir.lock)
         lock.acquire()
         try:
@@ -85,6 +119,9 @@ class Runtime:
                     self.pipeline,
                     self.embedder,
                     cleanup_older_than=self.config.schedule.cleanup_older_than,
+                    second=None
+                    if self.second_stage is None
+                    else self.second_stage.with_threads(second_threads),
                 )
             finally:
                 stores.close()
@@ -92,32 +129,38 @@ class Runtime:
             lock.release()
 
     @contextmanager
-    def readers(
-        self, *, ids_in_memory: bool = False
-    ) -> Iterator[tuple[ManifestReader, VectorStore, KeywordStore]]:
-        """Read-only handles on the three stores; they work beside a running writer.
+    def readers(self, *, ids_in_memory: bool = False) -> Iterator[ReadStores]:
+        """Read-only handles on the stores; they work beside a running writer.
 
         `ids_in_memory` is for many queries: see `VectorStore.open_readonly`.
         """
         manifest = ManifestReader.open(self.data_dir.manifest)
         try:
-            yield (
-                manifest,
-                VectorStore.open_readonly(self.data_dir.lancedb, ids_in_memory=ids_in_memory),
-                KeywordStore.open_readonly(self.data_dir.tantivy),
-            )
+            yield self.open_readers(manifest, ids_in_memory=ids_in_memory)
         finally:
             manifest.close()
 
-    def searcher(
-        self, manifest: ManifestReader, vectors: VectorStore, keywords: KeywordStore
-    ) -> Searcher:
-        """A Searcher over read-only handles."""
-        search = self.config.search
-        return Searcher(
+    def open_readers(self, manifest: ManifestReader, *, ids_in_memory: bool) -> ReadStores:
+        """Read-only handles on the search stores, beside an open manifest reader."""
+        lancedb = self.data_dir.lancedb
+        table = self.second_table
+        return ReadStores(
             manifest,
-            vectors,
-            keywords,
+            VectorStore.open_readonly(lancedb, ids_in_memory=ids_in_memory),
+            KeywordStore.open_readonly(self.data_dir.tantivy),
+            None
+            if table is None
+            else VectorStore.open_readonly(lancedb, name=table, ids_in_memory=ids_in_memory),
+        )
+
+    def searcher(self, stores: ReadStores) -> Searcher:
+        """A Searcher over read-only handles."""
+        search, rerank = self.config.search, self.config.rerank
+        second = self.second_stage
+        return Searcher(
+            stores.manifest,
+            stores.vectors,
+            stores.keywords,
             self.embedder,
             fingerprint=self.pipeline.fingerprint,
             policies=self.policies(),
@@ -129,7 +172,13 @@ class Runtime:
                 bm25_weight=search.bm25_weight,
                 vector_weight=search.vector_weight,
                 fusion=search.fusion,
+                rerank_candidates=rerank.candidates,
+                rerank_weight=rerank.weight,
             ),
+            second=None
+            if second is None or stores.second is None
+            else StoredVectors(second, stores.second, stores.manifest),
+            is_word=self.embedder.has_word,
         )
 
     def status(self) -> StatusReport:
@@ -152,6 +201,7 @@ class Runtime:
                 KeywordStore.open_readonly(self.data_dir.tantivy),
                 sources=infos,
                 fingerprint=self.pipeline.fingerprint,
+                second_stage_model=self.pipeline.second_identity,
             )
         finally:
             manifest.close()

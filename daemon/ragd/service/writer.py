@@ -5,6 +5,8 @@ a `scan` job runs a full pass (it covers any path jobs taken with it), `path`/`t
 jobs sync those paths, `entry` jobs apply CMS deliveries (fetching content a delivery
 did not carry), `compact` runs LanceDB housekeeping. Jobs leave the queue only
 when done, so a crash or a stop mid-job means the job runs again after the restart.
+Second-stage vectors the filler thread embedded (ragd.service.second_stage_filler) are
+written when no job waits: jobs make changes searchable, these only improve ranking.
 The loop pings the systemd watchdog, so a hung writer gets the service restarted.
 """
 
@@ -13,15 +15,19 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from queue import Empty, SimpleQueue
 from typing import Any
 
 from ragd.errors import DocumentError
 from ragd.indexing.batches import DocumentEvent
 from ragd.indexing.entries import EntryUpdate
 from ragd.indexing.indexer import Indexer
+from ragd.indexing.passes import settle_vectors
 from ragd.indexing.report import IndexReport
+from ragd.indexing.second_stage import Embedded, SecondStageWriter
 from ragd.service.logs import get_logger
 from ragd.service.notify import Notifier
 from ragd.sources.fetch import EntryFetcher
@@ -46,6 +52,7 @@ class WriterStats:
     documents_failed: int = 0
     chunks_embedded: int = 0
     chunks_reused: int = 0
+    second_stage_embedded: int = 0  # texts the second-stage model embedded and were written
     jobs_done: int = 0
     jobs_dropped: int = 0
     errors: int = 0
@@ -98,6 +105,15 @@ class Writer(threading.Thread):
         self._on_commit = on_commit
         self._on_exit = on_exit
         self.fetchers = dict(fetchers or {})
+        self._second: SimpleQueue[tuple[Embedded, Future[int]]] = SimpleQueue()
+
+    def submit_second_stage(self, embedded: Embedded) -> Future[int]:
+        """Queue second-stage vectors to be written between jobs (from the filler thread);
+        the future holds the number of chunk rows written."""
+        done: Future[int] = Future()
+        self._second.put((embedded, done))
+        self.wake.set()
+        return done
 
     def run(self) -> None:
         """The loop until a stop; `on_exit` is called however it ends."""
@@ -113,8 +129,9 @@ class Writer(threading.Thread):
             self.notifier.watchdog()
             jobs = self.queue.take()
             if not jobs:
-                self.wake.wait(1.0)
-                self.wake.clear()
+                if not self._write_second_stage():
+                    self.wake.wait(1.0)
+                    self.wake.clear()
                 continue
             self.stats.busy = True
             try:
@@ -133,6 +150,27 @@ class Writer(threading.Thread):
             if finished:
                 self.queue.done(jobs)
                 self.stats.jobs_done += len(jobs)
+
+    def _write_second_stage(self) -> bool:
+        """Write one batch of second-stage vectors, if one waits; False if none did."""
+        try:
+            embedded, done = self._second.get_nowait()
+        except Empty:
+            return False
+        stores = self.indexer.stores
+        try:
+            rows = SecondStageWriter(stores).write(embedded)
+            if (table := stores.second_vectors()) is not None:
+                settle_vectors(table, self.indexer.cleanup_older_than, self.indexer.pipeline.faults)
+        except Exception as exc:  # a bad batch costs that batch; the filler reads it again
+            self.stats.errors += 1
+            log.exception("second_stage_write_failed", error=str(exc))
+            done.set_exception(exc)
+            return True
+        self.stats.second_stage_embedded += len(embedded.keys)
+        done.set_result(rows)
+        self._on_commit()
+        return True
 
     def _do(self, jobs: list[Job]) -> bool:
         """Do a batch of jobs; False when a stop interrupted it (the jobs stay queued)."""

@@ -2,7 +2,10 @@
 
 Owns comparing the chunk id sets of the manifest, LanceDB and Tantivy (what `ragd status`
 reports as `stores_agree`), and reconciliation: orphan chunks a crash left in a search
-store are removed, and documents whose chunks a store lost go back to pending.
+store are removed, and documents whose chunks a store lost go back to pending. The second
+stage's table lags the manifest by design (its vectors arrive later), so it is not part
+of the agreement; reconciling it makes it hold exactly the rows of the chunks whose
+second-stage vector is stored, from those stored vectors.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from dataclasses import dataclass, field
 from ragd.stores.keywords import KeywordStore
 from ragd.stores.manifest import Manifest
 from ragd.stores.manifest_reader import ManifestReader
-from ragd.stores.vectors import VectorStore
+from ragd.stores.vectors import VectorRow, VectorStore
 
 
 @dataclass(frozen=True)
@@ -100,3 +103,19 @@ def reconcile(manifest: Manifest, vectors: VectorStore, keywords: KeywordStore) 
     if missing:
         manifest.mark_for_redo(manifest.doc_ids_of_chunks(missing))
     return found
+
+
+def reconcile_second_stage(manifest: Manifest, table: VectorStore) -> tuple[int, int]:
+    """Make the second stage's table hold a row for exactly each chunk whose second-stage
+    vector is stored: orphans deleted, lost rows written from the stored vectors.
+    Returns (orphans deleted, rows written)."""
+    expected = manifest.second_stage_chunk_ids()
+    present = table.chunk_ids()
+    orphans = present - expected
+    if orphans:
+        table.delete_chunks(orphans)
+    lost = expected - present
+    rows = [VectorRow(c, d, v) for c, d, v in manifest.second_stage_vectors(lost)]
+    if rows:
+        table.upsert(rows)
+    return len(orphans), len(rows)

@@ -1,7 +1,8 @@
 """The data directory: where each store lives, and who may write to it.
 
 Owns the layout of `data_dir` (state.db, lancedb/, tantivy/, the writer lock, the parse
-guard's file) and the one writer's handles on the three stores. LanceDB is opened
+guard's file) and the one writer's handles on the stores: the manifest, the first stage's
+vectors, the keywords and, when the second stage is on, its vectors. LanceDB is opened
 lazily: importing it costs about a second, which a run that changes nothing should not pay.
 """
 
@@ -90,15 +91,23 @@ class WriterLock:
 
 
 class WriterStores:
-    """The writer's handles on the three stores; vectors and keywords open on first use.
+    """The writer's handles on the stores; vectors and keywords open on first use.
 
     `keyword_rows` rebuilds a keyword index written with another schema from the manifest
     (how a chunk's indexed text is made is the indexer's business, not the stores');
-    without it such an index is a StoreError.
+    without it such an index is a StoreError. `second_table` names the second stage's
+    vector table (ragd.stores.vectors.second_stage_table); None when it is off.
     """
 
-    def __init__(self, data_dir: DataDir, *, keyword_rows: KeywordRebuild | None = None) -> None:
+    def __init__(
+        self,
+        data_dir: DataDir,
+        *,
+        keyword_rows: KeywordRebuild | None = None,
+        second_table: str | None = None,
+    ) -> None:
         self.paths = data_dir
+        self.second_table = second_table
         self._keyword_rows = keyword_rows
         orphaned = not data_dir.manifest.exists() and (
             data_dir.lancedb.exists() or data_dir.tantivy.exists()
@@ -110,6 +119,7 @@ class WriterStores:
             # manifest never listed are appends.
             self.manifest.set_meta("writer_clean", "0")
         self._vectors: VectorStore | None = None
+        self._second: VectorStore | None = None
         self._keywords: KeywordStore | None = None
 
     def vectors(self, dim: int) -> VectorStore:
@@ -117,6 +127,24 @@ class WriterStores:
         if self._vectors is None:
             self._vectors = VectorStore.open(self.paths.lancedb, dim)
         return self._vectors
+
+    def second_vectors(self, dim: int | None = None) -> VectorStore | None:
+        """The second stage's vector table: None when the second stage is off, or when the
+        table does not exist and no `dim` is given to create it. Opening it first drops
+        the tables of second-stage models no longer configured."""
+        if self.second_table is None:
+            return None
+        if self._second is None:
+            directory, name = self.paths.lancedb, self.second_table
+            if dim is None and name not in VectorStore.tables(directory):
+                return None
+            VectorStore.drop_second_stage_tables(directory, keep=name)
+            self._second = (
+                VectorStore.open(directory, dim, name=name)
+                if dim is not None
+                else VectorStore.open_existing(directory, name=name)
+            )
+        return self._second
 
     def keywords(self) -> KeywordStore:
         """The Tantivy index, with this process holding its writer."""

@@ -1,10 +1,10 @@
 """The keyword store: a Tantivy BM25 index over chunk texts, derived from the manifest.
 
 Owns `data_dir/tantivy/` and what its documents mean. Each is one chunk: its chunk_id and
-doc_id, its labelled text (indexed, not stored: the manifest holds texts) and its identifier
+doc_id, its labelled text (indexed, not stored: the manifest holds texts), its identifier
 terms (`ragd.stores.identifiers`: `status_code` whole, `HTTPException` as `http` +
-`exception`), which the default tokenizer cannot produce. Everything here can be rebuilt.
-Every call into Tantivy goes through `ragd.adapters.tantivy`.
+`exception`), which the default tokenizer cannot produce, and its document's title.
+Everything here can be rebuilt. Every call into Tantivy goes through `ragd.adapters.tantivy`.
 
 Tantivy allows one writer per directory across processes; the OS lock behind it is the
 lock. This module never deletes or inspects lock files: after a crash the OS has released it.
@@ -23,6 +23,8 @@ from pathlib import Path
 
 from ragd.adapters.tantivy import (
     Analyzer,
+    FieldWeights,
+    FilterRefused,
     IndexWriter,
     SchemaMismatch,
     TextIndex,
@@ -31,7 +33,7 @@ from ragd.adapters.tantivy import (
     open_index,
     remove_index_files,
 )
-from ragd.errors import StoreError
+from ragd.errors import QueryRefused, StoreError
 from ragd.stores.identifiers import identifier_terms
 
 # Defensive caps on query text; the caller caps length too. 64 distinct terms is far beyond a
@@ -42,6 +44,9 @@ MAX_QUERY_TERMS = 64
 # 0.25 and 0.5 both lifted recall@1, while 1.0 also lifted negatives' BM25 scores past the
 # abstention threshold.
 IDENTIFIER_WEIGHT = 0.25
+# The title field counts half the text field: a page titled `tar` then wins "tar extract"
+# over pages that only mention tar (docs/retrieval.md measures 0.25, 0.5 and 1.0).
+TITLE_WEIGHT = 0.5
 # Written while an index of another schema is replaced; its presence means "start over".
 REBUILD_MARKER = "ragd-rebuilding"
 REBUILD_BATCH = 5_000
@@ -50,13 +55,15 @@ _OTHER_SCHEMA_HINT = "its schema is from another ragd version: run `ragd index` 
 
 @dataclass(frozen=True, slots=True)
 class KeywordRow:
-    """One chunk to index: the text is indexed for BM25, not stored. `identifiers` is
-    `" ".join(identifier_terms(text))` when the caller has it already."""
+    """One chunk to index: the text is indexed for BM25, not stored; so is `title`, its
+    document's. `identifiers` is `" ".join(identifier_terms(text))` when the caller has it
+    already."""
 
     chunk_id: str
     doc_id: str
     text: str
     identifiers: str | None = None
+    title: str = ""
 
 
 class KeywordStore:
@@ -182,6 +189,7 @@ class KeywordStore:
                         row.identifiers
                         if row.identifiers is not None
                         else " ".join(identifier_terms(row.text)),
+                        row.title,
                     )
                     for row in rows
                 ],
@@ -207,24 +215,47 @@ class KeywordStore:
         return list(dict.fromkeys(identifier_terms(query[:MAX_QUERY_CHARS])))[:MAX_QUERY_TERMS]
 
     def search(
-        self, query: str, limit: int, *, identifier_weight: float = IDENTIFIER_WEIGHT
+        self,
+        query: str,
+        limit: int,
+        *,
+        identifier_weight: float = IDENTIFIER_WEIGHT,
+        title_weight: float = TITLE_WEIGHT,
+        doc_pattern: str | None = None,
     ) -> list[tuple[str, float]]:
         """The `limit` best chunks for `query` as (chunk_id, BM25 score), best first.
 
-        The query's default and identifier terms are searched in both fields; the score
+        The query's default and identifier terms are searched in every field; the score
         is BM25 over the text plus `identifier_weight` times BM25 over the identifier
-        terms (0 leaves that field out). Any text is safe: it is tokenized, never parsed,
-        and matches any of its terms.
+        terms and `title_weight` times BM25 over the title (0 leaves a field out). Only
+        chunks whose doc_id matches `doc_pattern` (a regular expression over the whole id)
+        are searched, when given; QueryRefused if Tantivy cannot compile it. Any text is
+        safe: it is tokenized, never parsed, and matches any of its terms.
         """
         if self._index is None or limit <= 0:
             return []
         terms = self.query_terms(query)
         if not terms:
             return []
-        # Both fields get every term: a query's parts (`http` of `HTTPException`) must find
-        # prose that spells them out, and its plain words must find the parts of names.
+        # Every field gets every term: a query's parts (`http` of `HTTPException`) must
+        # find prose that spells them out, and its plain words must find the parts of names.
         terms = list(dict.fromkeys(terms + self.identifier_terms(query)))[:MAX_QUERY_TERMS]
-        return self._index.search(terms, identifier_weight=identifier_weight, limit=limit)
+        weights = FieldWeights(identifiers=identifier_weight, title=title_weight)
+        try:
+            return self._index.search(terms, weights=weights, limit=limit, doc_pattern=doc_pattern)
+        except FilterRefused as exc:
+            raise QueryRefused(str(exc), hint="use a simpler path pattern") from exc
+
+    def in_corpus(self, term: str) -> bool:
+        """Whether any chunk's text holds `term` (an index term: lowercase, one token)."""
+        return self._index is not None and self._index.doc_freq(term) > 0
+
+    def document_frequencies(self, terms: Sequence[str]) -> tuple[int, list[int]]:
+        """The number of chunks, and how many hold each term in their text (0 for all
+        when there is no index)."""
+        if self._index is None:
+            return 0, [0] * len(terms)
+        return self._index.num_docs(), [self._index.doc_freq(t) for t in terms]
 
     def refresh(self) -> None:
         """Reload so this handle sees the latest commit (also finds a newly created index)."""

@@ -105,8 +105,8 @@ class Manifest(ManifestReader):
                 [(*UPSERT_DOCUMENT_FIELDS(w), now, checked_at) for w in kept],
             )
             conn.executemany(
-                "INSERT INTO chunks (chunk_id, doc_id, ordinal, heading_path, text, embed_key) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT INTO chunks (chunk_id, doc_id, ordinal, heading_path, text, embed_key, "
+                "second_key) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [_chunk_row(c) for w in kept for c in w.chunks],
             )
 
@@ -182,10 +182,12 @@ class Manifest(ManifestReader):
             )
 
     def prune_vectors(self) -> int:
-        """Drop cached vectors no chunk uses any more; returns how many went."""
+        """Drop cached vectors (of either stage) no chunk uses any more; returns how many went."""
         with self._transaction() as conn:
             cur = conn.execute(
-                "DELETE FROM vectors WHERE embed_key NOT IN (SELECT embed_key FROM chunks)"
+                "DELETE FROM vectors WHERE embed_key NOT IN (SELECT embed_key FROM chunks) "
+                "AND embed_key NOT IN "
+                "(SELECT second_key FROM chunks WHERE second_key IS NOT NULL)"
             )
             return cur.rowcount
 
@@ -208,5 +210,6 @@ class Manifest(ManifestReader):
         return True
 
 
-def _chunk_row(c: ChunkRow) -> tuple[str, str, int, str, str, str]:
-    return (c.chunk_id, c.doc_id, c.ordinal, json.dumps(list(c.heading_path)), c.text, c.embed_key)
+def _chunk_row(c: ChunkRow) -> tuple[str, str, int, str, str, str, str | None]:
+    heading_path = json.dumps(list(c.heading_path))
+    return (c.chunk_id, c.doc_id, c.ordinal, heading_path, c.text, c.embed_key, c.second_key)

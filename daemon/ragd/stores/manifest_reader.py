@@ -15,6 +15,7 @@ import json
 import sqlite3
 from collections.abc import Collection, Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -22,6 +23,7 @@ from ragd.stores.manifest_schema import (
     SELECT_DOCUMENTS,
     STAT_VOUCHES_SQL,
     connect_reader,
+    has_second_keys,
     vouch_before_sql,
 )
 from ragd.stores.records import ChunkRecord, DocumentRecord, FileState, Vector
@@ -33,6 +35,9 @@ class ManifestReader:
     def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
         self._conn = conn
         self.path = path
+        # A file no writer has opened since an upgrade has no second keys (all NULL).
+        second = "second_key" if has_second_keys(conn) else "NULL"
+        self._chunk_columns = f"chunk_id, doc_id, ordinal, heading_path, text, embed_key, {second}"
 
     @classmethod
     def open(cls, path: Path) -> ManifestReader:
@@ -194,9 +199,7 @@ class ManifestReader:
         for batch in _batches(list(chunk_ids), 500):
             marks = ",".join("?" * len(batch))
             for row in self._conn.execute(
-                "SELECT chunk_id, doc_id, ordinal, heading_path, text, embed_key FROM chunks "
-                f"WHERE chunk_id IN ({marks})",
-                batch,
+                f"SELECT {self._chunk_columns} FROM chunks WHERE chunk_id IN ({marks})", batch
             ):
                 found[row[0]] = _chunk(row)
         return found
@@ -204,8 +207,7 @@ class ManifestReader:
     def chunks_of(self, doc_id: str) -> list[ChunkRecord]:
         """A document's chunks in order."""
         rows = self._conn.execute(
-            "SELECT chunk_id, doc_id, ordinal, heading_path, text, embed_key FROM chunks "
-            "WHERE doc_id = ? ORDER BY ordinal",
+            f"SELECT {self._chunk_columns} FROM chunks WHERE doc_id = ? ORDER BY ordinal",
             (doc_id,),
         )
         return [_chunk(r) for r in rows]
@@ -227,9 +229,102 @@ class ManifestReader:
                 found[key] = np.frombuffer(blob, dtype=np.float32)
         return found
 
+    # -- second stage ---------------------------------------------------------------------
 
-def _chunk(row: tuple[str, str, int, str, str, str]) -> ChunkRecord:
-    return ChunkRecord(row[0], row[1], row[2], tuple(json.loads(row[3])), row[4], row[5])
+    def second_stage_missing(self, limit: int) -> list[SecondStageWork]:
+        """Up to `limit` chunks whose second-stage vector is not stored, in document order."""
+        if self._chunk_columns.endswith("NULL"):
+            return []
+        rows = self._conn.execute(
+            "SELECT c.chunk_id, c.doc_id, c.second_key, d.title, c.heading_path, c.text "
+            "FROM chunks c JOIN documents d USING (doc_id) WHERE c.second_key IS NOT NULL "
+            "AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.embed_key = c.second_key) "
+            "ORDER BY c.doc_id, c.ordinal LIMIT ?",
+            (limit,),
+        )
+        return [
+            SecondStageWork(r[0], r[1], r[2], r[3], tuple(json.loads(r[4])), r[5]) for r in rows
+        ]
+
+    def second_stage_missing_count(self) -> int:
+        """How many chunks have no stored second-stage vector."""
+        if self._chunk_columns.endswith("NULL"):
+            return 0
+        row = self._conn.execute(
+            "SELECT COUNT(*) FROM chunks c WHERE c.second_key IS NOT NULL "
+            "AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.embed_key = c.second_key)"
+        ).fetchone()
+        return int(row[0])
+
+    def second_stage_coverage(self) -> dict[str, tuple[int, int]]:
+        """Per source: (chunks with a stored second-stage vector, chunks that should have
+        one). A source whose chunks were written with the second stage off has 0 to have."""
+        if self._chunk_columns.endswith("NULL"):
+            return {}
+        rows = self._conn.execute(
+            "SELECT d.source, COUNT(v.embed_key), COUNT(c.second_key) "
+            "FROM chunks c JOIN documents d USING (doc_id) "
+            "LEFT JOIN vectors v ON v.embed_key = c.second_key GROUP BY d.source"
+        )
+        return {source: (done, total) for source, done, total in rows}
+
+    def second_stage_rows(self, second_keys: Collection[str]) -> list[tuple[str, str, str]]:
+        """(chunk_id, doc_id, second_key) of every chunk whose second key is one of these."""
+        found: list[tuple[str, str, str]] = []
+        if self._chunk_columns.endswith("NULL"):
+            return found
+        for batch in _batches(list(second_keys), 500):
+            marks = ",".join("?" * len(batch))
+            found.extend(
+                self._conn.execute(
+                    "SELECT chunk_id, doc_id, second_key FROM chunks "
+                    f"WHERE second_key IN ({marks})",
+                    batch,
+                )
+            )
+        return found
+
+    def second_stage_chunk_ids(self) -> set[str]:
+        """The chunks whose second-stage vector is stored."""
+        if self._chunk_columns.endswith("NULL"):
+            return set()
+        rows = self._conn.execute(
+            "SELECT c.chunk_id FROM chunks c JOIN vectors v ON v.embed_key = c.second_key"
+        )
+        return {r[0] for r in rows}
+
+    def second_stage_vectors(self, chunk_ids: Collection[str]) -> list[tuple[str, str, Vector]]:
+        """(chunk_id, doc_id, second-stage vector) of each of these chunks that has one."""
+        found: list[tuple[str, str, Vector]] = []
+        if self._chunk_columns.endswith("NULL"):
+            return found
+        for batch in _batches(list(chunk_ids), 500):
+            marks = ",".join("?" * len(batch))
+            found.extend(
+                (chunk_id, doc_id, np.frombuffer(blob, dtype=np.float32))
+                for chunk_id, doc_id, blob in self._conn.execute(
+                    "SELECT c.chunk_id, c.doc_id, v.vector FROM chunks c "
+                    "JOIN vectors v ON v.embed_key = c.second_key "
+                    f"WHERE c.chunk_id IN ({marks})",
+                    batch,
+                )
+            )
+        return found
+
+
+class SecondStageWork(NamedTuple):
+    """A chunk whose second-stage vector is not stored yet: what embedding it takes."""
+
+    chunk_id: str
+    doc_id: str
+    second_key: str
+    title: str
+    heading_path: tuple[str, ...]
+    text: str
+
+
+def _chunk(row: tuple[str, str, int, str, str, str, str | None]) -> ChunkRecord:
+    return ChunkRecord(row[0], row[1], row[2], tuple(json.loads(row[3])), row[4], row[5], row[6])
 
 
 def _batches(items: list[str], size: int) -> Iterator[list[str]]:

@@ -14,7 +14,7 @@ from pathlib import Path
 from ragd.errors import StoreError
 from ragd.stores.records import RACY_SECONDS, SETTLED
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: chunks.second_key
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -41,7 +41,8 @@ CREATE TABLE IF NOT EXISTS chunks (
     ordinal INTEGER NOT NULL,
     heading_path TEXT NOT NULL,
     text TEXT NOT NULL,
-    embed_key TEXT NOT NULL
+    embed_key TEXT NOT NULL,
+    second_key TEXT
 );
 CREATE INDEX IF NOT EXISTS chunks_by_doc ON chunks (doc_id, ordinal);
 CREATE INDEX IF NOT EXISTS chunks_by_embed_key ON chunks (embed_key);
@@ -115,6 +116,15 @@ STAT_VOUCHES_SQL = (
 )
 
 
+_SECOND_KEY_INDEX = "CREATE INDEX IF NOT EXISTS chunks_by_second_key ON chunks (second_key)"
+
+
+def has_second_keys(conn: sqlite3.Connection) -> bool:
+    """Whether the chunks table has the second_key column (schema 2; a reader may meet a
+    file no writer has opened since an upgrade)."""
+    return any(row[1] == "second_key" for row in conn.execute("PRAGMA table_info(chunks)"))
+
+
 def connect_writer(path: Path) -> sqlite3.Connection:
     """A connection for the one writer, creating the file and its tables if needed."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -125,8 +135,12 @@ def connect_writer(path: Path) -> sqlite3.Connection:
         conn.execute("PRAGMA synchronous=FULL")
         conn.execute("PRAGMA busy_timeout=10000")
         conn.executescript(_SCHEMA)
+        if not has_second_keys(conn):  # written by a ragd before schema 2
+            conn.execute("ALTER TABLE chunks ADD COLUMN second_key TEXT")
+        conn.execute(_SECOND_KEY_INDEX)
         conn.execute(
-            "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
+            "INSERT INTO meta (key, value) VALUES ('schema_version', ?) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
             (str(SCHEMA_VERSION),),
         )
     except sqlite3.Error as exc:

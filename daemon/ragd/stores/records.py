@@ -76,11 +76,14 @@ class ChunkRow(Protocol):
     def text(self) -> str: ...
     @property
     def embed_key(self) -> str: ...
+    @property
+    def second_key(self) -> str | None: ...
 
 
 class ChunkRecord(NamedTuple):
     """One chunk row as the manifest holds it: what the stores index, and what a query
-    returns."""
+    returns. `second_key` is the embedding key of its second-stage vector (None when the
+    second stage was off when it was written)."""
 
     chunk_id: str
     doc_id: str
@@ -88,6 +91,7 @@ class ChunkRecord(NamedTuple):
     heading_path: tuple[str, ...]
     text: str
     embed_key: str
+    second_key: str | None = None
 
 
 C = TypeVar("C", bound=ChunkRow, covariant=True)

@@ -1,7 +1,10 @@
-"""The vector store: one LanceDB table of chunk vectors, derived from the manifest.
+"""The vector stores: LanceDB tables of chunk vectors, derived from the manifest.
 
 Owns `data_dir/lancedb/` and what its rows mean: a chunk's id, its document and its vector,
-replaced a document at a time; when to build the vector index and when to compact. It holds
+replaced a document at a time; when to build the vector index and when to compact. There
+is one table per model stage: `chunks` for the first stage, and for the second, whose
+rows arrive later (ragd.indexing.second_stage), one named after its model: a new model
+starts a new table, so no reader ever finds one model's vectors under another's name. It holds
 only what a vector search needs; chunk texts and metadata live in the manifest, the source
 of truth, so everything here can be rebuilt. One writer process at a time (the data-dir lock
 ensures it); readers in other processes open read-only and `refresh()` to see newer commits.
@@ -11,6 +14,7 @@ commands that never touch vectors don't pay for it.
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
@@ -22,11 +26,14 @@ import numpy as np
 import numpy.typing as npt
 
 from ragd.adapters.lancedb import (
+    TABLE,
     IvfSqIndex,
     VectorTable,
+    drop_vector_table,
     open_vector_table,
     sql_in,
     start_in_background,
+    vector_tables,
 )
 from ragd.errors import StoreError
 
@@ -54,6 +61,13 @@ IVF_SAMPLE_RATE = 16
 INDEX_REGROWTH = 2
 # Recorded in the vector field's metadata: the rows the index was built for.
 BUILT_FOR = "ragd.index_rows"
+FIRST_STAGE = TABLE
+SECOND_STAGE_PREFIX = "second_stage_"
+
+
+def second_stage_table(model_identity: str) -> str:
+    """The name of the table of one second-stage model's vectors."""
+    return SECOND_STAGE_PREFIX + hashlib.sha256(model_identity.encode()).hexdigest()[:12]
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,9 +113,16 @@ class VectorStore:
     """The LanceDB table of chunk vectors; build with `open` (writer) or `open_readonly`."""
 
     def __init__(
-        self, directory: Path, table: VectorTable | None, *, writable: bool, hold_ids: bool
+        self,
+        directory: Path,
+        table: VectorTable | None,
+        *,
+        writable: bool,
+        hold_ids: bool,
+        name: str = FIRST_STAGE,
     ) -> None:
         self._directory = directory
+        self._name = name
         self._rows = table
         self._writable = writable
         self._hold_ids = hold_ids
@@ -109,14 +130,14 @@ class VectorStore:
             table.hold_chunk_ids()
 
     @classmethod
-    def open(cls, directory: Path, dim: int) -> VectorStore:
-        """Open for writing, creating the directory and table if missing.
+    def open(cls, directory: Path, dim: int, *, name: str = FIRST_STAGE) -> VectorStore:
+        """Open table `name` for writing, creating the directory and table if missing.
 
         Raises StoreError if the table holds vectors of another dimension (the model changed).
         """
         if dim <= 0:
             raise ValueError(f"vector dimension must be positive, got {dim}")
-        table = open_vector_table(directory, create_dim=dim)
+        table = open_vector_table(directory, table_name=name, create_dim=dim)
         assert table is not None  # created when missing
         if table.dim != dim:
             raise StoreError(
@@ -124,18 +145,47 @@ class VectorStore:
                 f"embedding model gives {dim}",
                 hint=f"the model changed: delete {directory} and re-index everything",
             )
-        return cls(directory, table, writable=True, hold_ids=False)
+        return cls(directory, table, writable=True, hold_ids=False, name=name)
 
     @classmethod
-    def open_readonly(cls, directory: Path, *, ids_in_memory: bool = False) -> VectorStore:
-        """Open for reading; creates nothing. A missing directory or table reads as empty.
+    def open_existing(cls, directory: Path, *, name: str) -> VectorStore:
+        """Open an existing table for writing, whatever its width; StoreError if missing."""
+        table = open_vector_table(directory, table_name=name)
+        if table is None:
+            raise StoreError(f"the LanceDB store at {directory} has no table {name!r}")
+        return cls(directory, table, writable=True, hold_ids=False, name=name)
+
+    @staticmethod
+    def tables(directory: Path) -> list[str]:
+        """The names of the tables under `directory`."""
+        return vector_tables(directory)
+
+    @staticmethod
+    def drop_second_stage_tables(directory: Path, *, keep: str | None) -> list[str]:
+        """Drop every second-stage table but `keep` (vectors of models no longer used;
+        derived data); returns the names dropped."""
+        dropped = [
+            name
+            for name in vector_tables(directory)
+            if name.startswith(SECOND_STAGE_PREFIX) and name != keep
+        ]
+        for name in dropped:
+            drop_vector_table(directory, name)
+        return dropped
+
+    @classmethod
+    def open_readonly(
+        cls, directory: Path, *, name: str = FIRST_STAGE, ids_in_memory: bool = False
+    ) -> VectorStore:
+        """Open table `name` for reading; creates nothing. A missing directory or table
+        reads as empty.
 
         With `ids_in_memory` the handle holds every row's chunk id, read here and then those
         of newer rows once a search finds one, so searches need not read them from the
         table: for a reader of many queries (`VectorTable.hold_chunk_ids`).
         """
-        table = open_vector_table(directory)
-        return cls(directory, table, writable=False, hold_ids=ids_in_memory)
+        table = open_vector_table(directory, table_name=name)
+        return cls(directory, table, writable=False, hold_ids=ids_in_memory, name=name)
 
     @property
     def dim(self) -> int | None:
@@ -186,6 +236,15 @@ class VectorStore:
         else:
             table.upsert(chunk_ids, row_docs, matrix, delete_others_where=in_docs)
 
+    def upsert(self, rows: Sequence[VectorRow]) -> None:
+        """Write rows by chunk_id (replacing a row of the same id), in one commit; other
+        rows stay. Raises ValueError (before writing) for a bad vector or a duplicate id."""
+        table = self._writer_table()
+        matrix = checked_matrix(rows, table.dim)
+        if rows:
+            ids, docs = [r.chunk_id for r in rows], [r.doc_id for r in rows]
+            table.upsert(ids, docs, matrix, delete_others_where=None)
+
     def delete_chunks(self, chunk_ids: Collection[str]) -> None:
         """Delete chunks by id, one commit per batch of IN_BATCH ids (each is idempotent)."""
         table = self._writer_table()
@@ -201,16 +260,27 @@ class VectorStore:
         """The number of rows."""
         return 0 if self._rows is None else self._rows.count()
 
-    def search(self, vector: npt.NDArray[np.floating[Any]], limit: int) -> list[tuple[str, float]]:
-        """The `limit` nearest chunks as (chunk_id, cosine similarity), best first.
+    def search(
+        self,
+        vector: npt.NDArray[np.floating[Any]],
+        limit: int,
+        *,
+        doc_pattern: str | None = None,
+    ) -> list[tuple[str, float]]:
+        """The `limit` nearest chunks as (chunk_id, cosine similarity), best first, among
+        those whose whole doc_id matches `doc_pattern` (a regular expression) when given.
 
         Zero vectors have no cosine similarity: they are left out, and a zero query returns
         []. Raises ValueError for a query of the wrong shape or with NaN/inf.
         """
-        return self.start_search(vector, limit)()
+        return self.start_search(vector, limit, doc_pattern=doc_pattern)()
 
     def start_search(
-        self, vector: npt.NDArray[np.floating[Any]], limit: int
+        self,
+        vector: npt.NDArray[np.floating[Any]],
+        limit: int,
+        *,
+        doc_pattern: str | None = None,
     ) -> Callable[[], list[tuple[str, float]]]:
         """Start `search`; the returned function waits for its result. The caller can do
         other work meanwhile (a hybrid query's BM25 search).
@@ -224,7 +294,7 @@ class VectorStore:
             raise ValueError(f"query vector shape {query.shape}, expected ({self._rows.dim},)")
         if not np.isfinite(query).all():
             raise ValueError("query vector has NaN or infinite values")
-        return self._rows.start_nearest(query, limit)
+        return self._rows.start_nearest(query, limit, doc_pattern)
 
     def version_count(self) -> int:
         """How many table versions are kept on disk (each commit adds one until cleanup)."""
@@ -281,6 +351,6 @@ class VectorStore:
         if self._rows is not None:
             self._rows.refresh()
         elif not self._writable:
-            self._rows = open_vector_table(self._directory)
+            self._rows = open_vector_table(self._directory, table_name=self._name)
             if self._rows is not None and self._hold_ids:
                 self._rows.hold_chunk_ids()
