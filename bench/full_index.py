@@ -223,6 +223,9 @@ def main() -> None:
                 f'[daemon]\ndata_dir = "{manifest.parent}"\n'
                 f'[http]\nlisten = "127.0.0.1:{port}"\n'
                 f'[embedding]\nmodel = "{args.model.resolve()}"\n'
+                # The first stage's pipeline against its model; the second stage's cost is
+                # bench/second_stage_index.py's.
+                "[rerank]\nenabled = false\n"
                 f'[[sources]]\nname = "bench"\ntype = "folder"\npath = "{root}"\n'
                 'include = ["**/*.md"]\n'
             )

@@ -37,11 +37,15 @@ NOOP = 3
 STATUS = 2
 
 
-def config_for(work: Path, corpus: Path, model: Path, port: int) -> Path:
+def config_for(work: Path, corpus: Path, model: Path, port: int, tree: Path) -> Path:
+    """A config for `tree`'s ragd; the second stage off where that ragd has one (both trees
+    then do the same work)."""
+    settings = tree / "daemon" / "ragd" / "config" / "settings.py"
+    second = "[rerank]\nenabled = false\n\n" if "RerankConfig" in settings.read_text() else ""
     config = work / "config.toml"
     config.write_text(
         f'[daemon]\ndata_dir = "{work / "data"}"\n\n[http]\nlisten = "127.0.0.1:{port}"\n\n'
-        f'[embedding]\nmodel = "{model}"\n\n'
+        f'[embedding]\nmodel = "{model}"\n\n{second}'
         f'[[sources]]\nname = "corpus"\ntype = "folder"\npath = "{corpus}"\ninclude = ["**/*.md"]\n'
     )
     return config
@@ -108,7 +112,7 @@ def main() -> None:
         configs, port = {}, free_port()
         for side in trees:
             (work / side).mkdir()
-            configs[side] = config_for(work / side, corpus, args.model.resolve(), port)
+            configs[side] = config_for(work / side, corpus, args.model.resolve(), port, trees[side])
         for round_ in range(args.rounds):
             order = list(trees) if round_ % 2 == 0 else list(trees)[::-1]
             for side in order:

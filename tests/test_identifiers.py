@@ -1,4 +1,4 @@
-"""Identifier terms: compound names whole, camelCase names in parts."""
+"""Identifier terms: compound names whole, camelCase names in parts; bracketed-letter words."""
 
 from __future__ import annotations
 
@@ -7,7 +7,12 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ragd.stores.identifiers import camel_parts, compound_terms, identifier_terms
+from ragd.stores.identifiers import (
+    bracketed_words,
+    camel_parts,
+    compound_terms,
+    identifier_terms,
+)
 
 
 def test_a_snake_case_name_is_kept_whole() -> None:
@@ -62,3 +67,13 @@ def test_identifier_terms_are_every_compound_then_every_words_parts(text: str) -
     every_word_split = [p for w in re.findall(r"[^\W_]+", text) for p in camel_parts(w)]
 
     assert identifier_terms(text) == compounds + every_word_split
+
+
+def test_a_word_with_a_bracketed_mnemonic_letter_is_joined() -> None:
+    text = "- E[x]tract a [f]ile [v]erbosely, Lis[t] it, g[z]ipped"
+
+    assert bracketed_words(text) == ["extract", "file", "verbosely", "list", "gzipped"]
+
+
+def test_a_lone_bracketed_letter_and_options_in_brackets_are_not_words() -> None:
+    assert bracketed_words("- [x] done; `tar {{[-C|--directory]}}` [a] [1]") == []

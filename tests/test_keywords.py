@@ -355,3 +355,31 @@ def test_the_identifier_field_can_be_switched_off(store: KeywordStore) -> None:
 
     assert store.search("http", 5, identifier_weight=0.0) == []
     assert [c for c, _ in store.search("http", 5)] == ["d#0"]
+
+
+def test_the_page_titled_with_the_word_wins_over_pages_that_mention_it(
+    store: KeywordStore,
+) -> None:
+    # tldr-pages: tar's own page marks its mnemonics, another only names tar in passing.
+    store.replace_documents(
+        ["tar", "git"],
+        [
+            KeywordRow(
+                "tar#0", "tar", "tar\n\n- E[x]tract an archive: `tar xf a.tar`", title="tar"
+            ),
+            KeywordRow(
+                "git#0",
+                "git",
+                "git get-tar-commit-id\n\nExtract the commit id of a tar archive.",
+                title="git get-tar-commit-id",
+            ),
+        ],
+    )
+
+    assert store.search("tar extract", 5)[0][0] == "tar#0"
+
+
+def test_a_word_written_with_a_bracketed_letter_is_found_whole(store: KeywordStore) -> None:
+    store.replace_documents(["tar"], [KeywordRow("tar#0", "tar", "- E[x]tract an archive")])
+
+    assert [c for c, _ in store.search("extract", 5)] == ["tar#0"]

@@ -151,33 +151,32 @@ def doc_filter(doc_pattern: str) -> str:
     return f"regexp_like(doc_id, {sql_string('^(?:' + doc_pattern + ')$')})"
 
 
+def _on_database(directory: Path, action: str, work: Callable[[Any], Coroutine[Any, Any, T]]) -> T:
+    """Run `work(database)` on the connection to `directory`; StoreError naming `action`."""
+    lance = runtime()
+
+    async def run() -> T:
+        return await work(await lance.lancedb.connect_async(directory, session=lance.session))
+
+    with lance_errors(action, directory):
+        return lance.run(run())
+
+
 def vector_tables(directory: Path) -> list[str]:
     """The names of the tables under `directory` ([] when there is none)."""
     if not directory.is_dir():
         return []
-    lance = runtime()
 
-    async def names() -> list[str]:
-        db = await lance.lancedb.connect_async(directory, session=lance.session)
+    async def names(db: Any) -> list[str]:
         return list((await db.list_tables()).tables)
 
-    with lance_errors("list the tables of", directory):
-        return lance.run(names())
+    return _on_database(directory, "list the tables of", names)
 
 
 def drop_vector_table(directory: Path, table: str) -> None:
     """Remove a table (its rows are derived; the caller writes them again)."""
-    if not directory.is_dir():
-        return
-    lance = runtime()
-
-    async def drop() -> None:
-        db = await lance.lancedb.connect_async(directory, session=lance.session)
-        if table in (await db.list_tables()).tables:
-            await db.drop_table(table)
-
-    with lance_errors("drop a table of", directory):
-        lance.run(drop())
+    if table in vector_tables(directory):
+        _on_database(directory, "drop a table of", lambda db: db.drop_table(table))
 
 
 def open_vector_table(

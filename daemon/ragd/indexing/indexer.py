@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import timedelta
+from functools import partial
 from operator import itemgetter
 
 from ragd.embedding import Embedder
@@ -30,7 +31,7 @@ from ragd.indexing.second_stage import fill
 from ragd.indexing.workers import WORKER_MIN_FILES, Workers, prepare_in_order
 from ragd.sources.folders import FileStat, FolderSource, Listing
 from ragd.stores import vectors
-from ragd.stores.agreement import reconcile, reconcile_second_stage
+from ragd.stores.agreement import reconcile_stores
 from ragd.stores.data_dir import WriterStores
 from ragd.stores.records import DocumentRecord, FileState, listing_digest, utc_now
 
@@ -297,24 +298,21 @@ class Indexer:
     def reconcile(self) -> None:
         """Make the search stores list exactly the manifest's chunks (after a crash), and
         the second stage's table hold the rows of its stored vectors."""
-        reconcile(self.manifest, self.stores.vectors(self.embedder.dim), self.stores.keywords())
-        if (second := self.stores.second_vectors()) is not None:
-            reconcile_second_stage(self.manifest, second)
-        else:  # off, or never written: tables of models no longer configured go
-            vectors.VectorStore.drop_second_stage_tables(
-                self.stores.paths.lancedb, keep=self.stores.second_table
-            )
+        reconcile_stores(self.stores, self.embedder.dim)
 
     def fill_second_stage(self, *, progress: ProgressFn | None = None) -> IndexReport:
         """Embed every chunk still without a second-stage vector (`ragd index` does, after
         its pass); the report counts them, and says interrupted if a stop cut it short."""
         report = IndexReport()
         if self.second is not None:
-            filled = fill(self.stores, self.second, progress=progress, stop=self.should_stop)
-            if filled.embedded:
-                if (second := self.stores.second_vectors()) is not None:
-                    settle_vectors(second, self.cleanup_older_than, self.pipeline.faults)
-                self.manifest.prune_vectors()
+            settle = partial(
+                settle_vectors,
+                cleanup_older_than=self.cleanup_older_than,
+                faults=self.pipeline.faults,
+            )
+            filled = fill(
+                self.stores, self.second, settle=settle, progress=progress, stop=self.should_stop
+            )
             report.second_embedded, report.second_pending = filled.embedded, filled.pending
             report.interrupted, report.seconds = filled.pending > 0, filled.seconds
         return report

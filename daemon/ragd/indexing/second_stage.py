@@ -27,7 +27,7 @@ from ragd.errors import RagdError
 from ragd.indexing.chunking import labelled_text
 from ragd.stores.data_dir import WriterStores
 from ragd.stores.manifest_reader import SecondStageWork
-from ragd.stores.vectors import VectorRow
+from ragd.stores.vectors import VectorRow, VectorStore
 
 # Texts per step of `fill`: each step writes once (a LanceDB commit and a manifest
 # transaction); at ~30 texts/s on 2 cores a step is several seconds of embedding.
@@ -99,28 +99,31 @@ def fill(
     stores: WriterStores,
     embedder: Embedder,
     *,
+    settle: Callable[[VectorStore], None],
     batch: int = FILL_BATCH,
     progress: ProgressFn | None = None,
     stop: Callable[[], bool] | None = None,
 ) -> FillReport:
     """Embed and write every missing second-stage vector, `batch` texts at a time, calling
-    `progress(done, total)` after each; stops early when `stop()` says so."""
+    `progress(done, total)` after each; stops early when `stop()` says so. When it wrote
+    any, `settle` tidies the table (compaction, index) and unused vectors are pruned."""
     report = FillReport()
     started = time.monotonic()
     manifest = stores.manifest
     writer = SecondStageWriter(stores)
-    total = manifest.second_stage_missing_count()
-    done = 0
-    while not (stop is not None and stop()):
-        work = manifest.second_stage_missing(batch)
-        if not work:
-            break
-        embedded = embed(work, embedder)
+    total = left = manifest.second_stage_missing_count()
+    while left and not (stop is not None and stop()):
+        embedded = embed(manifest.second_stage_missing(batch), embedder)
         writer.write(embedded)
         report.embedded += len(embedded.keys)
-        done += len(work)
+        # Counted, not summed: a text's vector serves every chunk that holds it.
+        left = manifest.second_stage_missing_count()
         if progress is not None:
-            progress(min(done, total), total)
-    report.pending = manifest.second_stage_missing_count()
+            progress(total - left, total)
+    report.pending = left
+    if report.embedded:
+        if (table := stores.second_vectors()) is not None:
+            settle(table)
+        manifest.prune_vectors()
     report.seconds = time.monotonic() - started
     return report

@@ -146,11 +146,14 @@ class Searcher:
             else None
         )
         found = self._retrieve(query, mode, filters.doc_pattern(), scorer)
-        covered = self._coverage(query, found.get("bm25") or [])
+        covered = self._coverage(query, found["bm25"]) if mode == "hybrid" else 0.0
         share = 0.0 if scorer is None else second_stage_share(covered, self.settings.rerank_weight)
         fused = self._fuse(found, share)
         ranked, similarity = self._rank(fused, found, scorer, share)
-        response = SearchResponse(query=query, mode=mode, rerank=scorer is not None)
+        # Re-scored only if some candidate had a stored second-stage vector to score.
+        response = SearchResponse(
+            query=query, mode=mode, rerank=scorer is not None and bool(similarity)
+        )
         # A single retriever reports its own score; hybrid mode the fused one.
         raw = None if mode == "hybrid" else {i: s for hits in found.values() for i, s in hits}
         self._collect(response, ranked, raw, limit, exclude_stale)
@@ -220,10 +223,10 @@ class Searcher:
         else:
             similarity = scorer.score([c for _, c in candidates])
             rescored = rescore([f for f, _ in candidates], similarity, share)
-            by_item = {f.item: (f, c) for f, c in candidates}
+            pairs = {f.item: (f, c) for f, c in candidates}
             first = (
                 _Ranked(
-                    by_item[r.item][1], by_item[r.item][0], r.score, position[r.item], r.second_rank
+                    pairs[r.item][1], pairs[r.item][0], r.score, position[r.item], r.second_rank
                 )
                 for r in rescored
             )
@@ -316,6 +319,8 @@ class Searcher:
     # -- helpers --------------------------------------------------------------------------
 
     def _check_sources(self, filters: QueryFilter) -> None:
+        if not filters.sources:
+            return
         known = set(self.policies) | set(self.manifest.sources())
         unknown = [s for s in filters.sources if s not in known]
         if unknown:

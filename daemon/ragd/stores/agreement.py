@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ragd.stores.data_dir import WriterStores
 from ragd.stores.keywords import KeywordStore
 from ragd.stores.manifest import Manifest
 from ragd.stores.manifest_reader import ManifestReader
@@ -119,3 +120,14 @@ def reconcile_second_stage(manifest: Manifest, table: VectorStore) -> tuple[int,
     if rows:
         table.upsert(rows)
     return len(orphans), len(rows)
+
+
+def reconcile_stores(stores: WriterStores, dim: int) -> None:
+    """Reconcile a writer's stores: the search stores with the manifest, the second stage's
+    table with its stored vectors (or, with none open, drop the tables of second-stage
+    models no longer configured)."""
+    reconcile(stores.manifest, stores.vectors(dim), stores.keywords())
+    if (second := stores.second_vectors()) is not None:
+        reconcile_second_stage(stores.manifest, second)
+    else:
+        stores.drop_unused_second_stage_tables()

@@ -146,6 +146,10 @@ class WriterStores:
             )
         return self._second
 
+    def drop_unused_second_stage_tables(self) -> None:
+        """Drop the vector tables of second-stage models no longer configured."""
+        VectorStore.drop_second_stage_tables(self.paths.lancedb, keep=self.second_table)
+
     def keywords(self) -> KeywordStore:
         """The Tantivy index, with this process holding its writer."""
         if self._keywords is None:

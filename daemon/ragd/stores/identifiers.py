@@ -1,4 +1,5 @@
-"""Code identifiers as search terms: the whole name and its parts.
+"""Code identifiers as search terms: the whole name and its parts; and words written with a
+bracketed letter, joined.
 
 Tantivy's default tokenizer splits on every non-alphanumeric character and lowercases, so
 `status_code` becomes `status` + `code` (the whole is lost) and `HTTPException` stays one
@@ -7,6 +8,10 @@ forms, so the keyword store indexes, beside the default tokens, the terms this m
 adds: compound names whole (`status_code`, `accept-ranges`, `fastapi.status`) and the
 parts of camelCase or PascalCase names (`http`, `exception`). Queries get the same
 treatment, so a pasted name matches its whole and its parts.
+
+Command references mark a word's mnemonic letter in brackets (tldr-pages: `E[x]tract`,
+`[c]reate`, `Lis[t]`), which the default tokenizer cuts into `e`, `x`, `tract`: the page
+on tar then never matches "extract". `bracketed_words` gives those words whole.
 
 Pure functions; imports nothing from ragd.
 """
@@ -75,3 +80,15 @@ def identifier_terms(text: str) -> list[str]:
                 continue
             parts.extend(camel_parts(word))
     return compounds + parts
+
+
+# A word with one bracketed letter in it, at its start, middle or end.
+_BRACKETED = re.compile(r"(?<![\w\[])([A-Za-z]*)\[([A-Za-z])\]([A-Za-z]*)(?![\w\]])")
+
+
+def bracketed_words(text: str) -> list[str]:
+    """The words of `text` written with a bracketed letter, joined and lowercased:
+    `E[x]tract` -> `extract` (a lone `[x]`, a checkbox, is not a word)."""
+    if "[" not in text:
+        return []
+    return [f"{a}{b}{c}".lower() for a, b, c in _BRACKETED.findall(text) if a or c]

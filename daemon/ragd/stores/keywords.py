@@ -1,7 +1,8 @@
 """The keyword store: a Tantivy BM25 index over chunk texts, derived from the manifest.
 
 Owns `data_dir/tantivy/` and what its documents mean. Each is one chunk: its chunk_id and
-doc_id, its labelled text (indexed, not stored: the manifest holds texts), its identifier
+doc_id, its labelled text (indexed, not stored: the manifest holds texts) with its words
+written with a bracketed letter added whole (`E[x]tract` as `extract`), its identifier
 terms (`ragd.stores.identifiers`: `status_code` whole, `HTTPException` as `http` +
 `exception`), which the default tokenizer cannot produce, and its document's title.
 Everything here can be rebuilt. Every call into Tantivy goes through `ragd.adapters.tantivy`.
@@ -34,7 +35,7 @@ from ragd.adapters.tantivy import (
     remove_index_files,
 )
 from ragd.errors import QueryRefused, StoreError
-from ragd.stores.identifiers import identifier_terms
+from ragd.stores.identifiers import bracketed_words, identifier_terms
 
 # Defensive caps on query text; the caller caps length too. 64 distinct terms is far beyond a
 # real question and bounds the boolean query's size.
@@ -185,7 +186,7 @@ class KeywordStore:
                     (
                         row.chunk_id,
                         row.doc_id,
-                        row.text,
+                        _with_bracketed_words(row.text),
                         row.identifiers
                         if row.identifiers is not None
                         else " ".join(identifier_terms(row.text)),
@@ -270,3 +271,9 @@ class KeywordStore:
             writer, self._writer = self._writer, None
             if writer is not None:
                 writer.close()
+
+
+def _with_bracketed_words(text: str) -> str:
+    """The text as the text field indexes it: with its bracketed-letter words whole too."""
+    words = bracketed_words(text)
+    return f"{text}\n{' '.join(words)}" if words else text
