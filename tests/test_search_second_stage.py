@@ -213,3 +213,12 @@ def test_hostile_path_globs_are_literal_text(index: Index, glob: str) -> None:
     response = index.searcher().search("cat", filters=QueryFilter(path=glob))
 
     assert response.hits == []
+
+
+def test_a_query_encoded_ahead_is_answered_as_the_text_would_be(index: Index) -> None:
+    searcher = index.searcher()
+
+    encoded = searcher.encode("feline grooming")
+
+    assert encoded.second is not None and encoded.text == "feline grooming"
+    assert searcher.search(encoded).to_json() == searcher.search("feline grooming").to_json()

@@ -2,11 +2,13 @@
 
 The rest of ragd talks to these libraries only through them (import-linter checks it):
 
-- `lancedb`: the chunk vector table (one event loop thread per process runs every call);
-  `arrow`: the Arrow data handed to and read from it (pyarrow);
+- `lancedb`: the chunk vector tables (one event loop thread per process runs every call);
+  `arrow`: the Arrow data handed to and read from them (pyarrow);
 - `tantivy`: the BM25 index, its schema, writer and term-query searches;
 - `model2vec`: loading the static model and encoding texts; `tokenizers`: tokenizing by
-  table, one of its fast paths;
+  table, one of its fast paths, and a transformer's own tokenizer;
+- `onnxruntime`: the second-stage transformer model's inference session;
+  `huggingface_hub`: fetching that model's files by repository id;
 - `watchdog`: inotify events under the watched roots;
 - `pathspec`: gitignore-style include and exclude patterns.
 

@@ -312,8 +312,9 @@ def serve(state: _State) -> int:
 
     \b
     Start-up queues a full scan (changes made while it was down are picked up, and an
-    unclean stop is reconciled). Then file changes are indexed as they happen, a full
-    rescan runs every schedule.rescan_interval, and the HTTP API answers on [http] listen:
+    unclean stop is reconciled). Then file changes are indexed as they happen (searchable
+    at once; their second-stage vectors follow in the background), a full rescan runs
+    every schedule.rescan_interval, and the HTTP API answers on [http] listen:
       GET /healthz, POST /v1/query, GET /v1/status
     SIGTERM or SIGINT stops gracefully; a second signal exits at once. Logs go to stderr,
     JSON lines unless stderr is a terminal (see daemon.log_format).

@@ -6,7 +6,8 @@ the hash of the bytes read, then the pipeline fingerprint: ragd.indexing.file_ou
 chunk what changed (ragd.indexing.preparing, on worker processes for big passes), and hand each
 decision to the pass (ragd.indexing.passes), whose BatchWriter (ragd.indexing.batches) writes in
 crash-safe order and embeds only chunk texts with no stored vector. Also applies CMS
-entry deliveries (ragd.indexing.entries decides what each one does).
+entry deliveries (ragd.indexing.entries decides what each one does) and, when asked, fills
+the second stage's vectors (ragd.indexing.second_stage).
 """
 
 from __future__ import annotations

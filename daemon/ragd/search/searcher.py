@@ -33,10 +33,19 @@ from ragd.search.sections import section_text
 from ragd.search.staleness import SourcePolicy, stale_reasons
 from ragd.stores.keywords import IDENTIFIER_WEIGHT, TITLE_WEIGHT, KeywordStore
 from ragd.stores.manifest_reader import ManifestReader
-from ragd.stores.records import ChunkRecord, DocumentRecord
+from ragd.stores.records import ChunkRecord, DocumentRecord, Vector
 from ragd.stores.vectors import VectorStore
 
-__all__ = ["MODES", "Hit", "Mode", "SearchResponse", "SearchSettings", "Searcher", "clean_query"]
+__all__ = [
+    "MODES",
+    "EncodedQuery",
+    "Hit",
+    "Mode",
+    "SearchResponse",
+    "SearchSettings",
+    "Searcher",
+    "clean_query",
+]
 
 # Control characters, and lone surrogates (invalid UTF-8 decoded with surrogateescape, or
 # "\ud800" in JSON), which no tokenizer can encode.
@@ -59,6 +68,19 @@ class SearchSettings:
     max_context_chars: int = 4000
     rerank_candidates: int = 30  # first-stage candidates the second stage re-scores
     rerank_weight: float = 1.0  # scales the second stage's share of the score
+
+
+@dataclass(frozen=True)
+class EncodedQuery:
+    """A query, cleaned, with what the models make of it: computed before a search, as it
+    needs no store (the daemon encodes outside its readers' lock, so one query's model time
+    overlaps another's search). A vector is None where the search will not use it."""
+
+    text: str
+    mode: Mode
+    rerank: bool
+    first: Vector | None
+    second: Vector | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,9 +137,23 @@ class Searcher:
         self.second = second
         self.is_word = is_word
 
+    def encode(self, text: str, *, mode: Mode = "hybrid", rerank: bool = True) -> EncodedQuery:
+        """The query cleaned (QueryRefused if it cannot be) and its vectors for `mode`."""
+        if mode not in MODES:
+            raise QueryRefused(f"unknown mode '{mode}'", hint="use hybrid, bm25 or vector")
+        query = clean_query(text, self.settings.max_query_chars)
+        reranking = mode == "hybrid" and rerank and self.second is not None
+        return EncodedQuery(
+            query,
+            mode,
+            reranking,
+            self.embedder.embed([query])[0] if mode in ("hybrid", "vector") else None,
+            self.second.encode(query) if reranking and self.second is not None else None,
+        )
+
     def search(
         self,
-        text: str,
+        text: str | EncodedQuery,
         *,
         k: int | None = None,
         mode: Mode = "hybrid",
@@ -129,23 +165,26 @@ class Searcher:
         """Retrieve `candidates` per retriever, fuse, re-score with the second stage (hybrid
         mode, when it is on and `rerank`), join with the manifest, flag stale hits.
 
+        `text` may come encoded already (`encode`; its mode and rerank then apply).
         `filters` limits every retriever to some sources and keys before it picks its
         best. With `expand`, every hit also carries its whole section as `context`, at
         most `max_context_chars` and around the hit's own window.
         """
-        if mode not in MODES:
-            raise QueryRefused(f"unknown mode '{mode}'", hint="use hybrid, bm25 or vector")
+        encoded = (
+            text if isinstance(text, EncodedQuery) else self.encode(text, mode=mode, rerank=rerank)
+        )
+        query, mode = encoded.text, encoded.mode
         limit = self.settings.k if k is None else k
         if not 1 <= limit <= 1000:
             raise QueryRefused(f"k must be between 1 and 1000, got {limit}")
-        query = clean_query(text, self.settings.max_query_chars)
         self._check_sources(filters)
+        pattern = filters.doc_pattern()
         scorer = (
-            self.second.prepare(query, self.settings.candidates, filters.doc_pattern())
-            if mode == "hybrid" and rerank and self.second is not None
+            self.second.prepare(query, encoded.second, self.settings.candidates, pattern)
+            if encoded.rerank and self.second is not None
             else None
         )
-        found = self._retrieve(query, mode, filters.doc_pattern(), scorer)
+        found = self._retrieve(encoded, pattern, scorer)
         covered = self._coverage(query, found["bm25"]) if mode == "hybrid" else 0.0
         share = 0.0 if scorer is None else second_stage_share(covered, self.settings.rerank_weight)
         fused = self._fuse(found, share)
@@ -167,20 +206,19 @@ class Searcher:
     # -- retrieving and ranking -----------------------------------------------------------
 
     def _retrieve(
-        self, query: str, mode: Mode, pattern: str | None, scorer: QueryScorer | None
+        self, encoded: EncodedQuery, pattern: str | None, scorer: QueryScorer | None
     ) -> dict[str, list[tuple[str, float]]]:
         """Each retriever's `candidates` best (chunk_id, score), best first."""
         found: dict[str, list[tuple[str, float]]] = {}
         n = self.settings.candidates
         nearest = None
-        if mode in ("hybrid", "vector"):
+        if encoded.first is not None:
             # The vector searches run on LanceDB's thread while BM25 runs on this one: a
             # hybrid query then takes about the longest of them, not their sum.
-            vector = self.embedder.embed([query])[0]
-            nearest = self.vectors.start_search(vector, n, doc_pattern=pattern)
-        if mode in ("hybrid", "bm25"):
+            nearest = self.vectors.start_search(encoded.first, n, doc_pattern=pattern)
+        if encoded.mode in ("hybrid", "bm25"):
             found["bm25"] = self.keywords.search(
-                query,
+                encoded.text,
                 n,
                 identifier_weight=self.settings.identifier_weight,
                 title_weight=self.settings.title_weight,

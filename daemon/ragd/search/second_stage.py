@@ -22,7 +22,7 @@ import numpy as np
 
 from ragd.embedding import Embedder
 from ragd.stores.manifest_reader import ManifestReader
-from ragd.stores.records import ChunkRecord
+from ragd.stores.records import ChunkRecord, Vector
 from ragd.stores.vectors import VectorStore
 
 
@@ -46,9 +46,16 @@ class Rescorer(Protocol):
         """The model's identity (what the fingerprint and the vector table are keyed by)."""
         ...
 
-    def prepare(self, query: str, limit: int, doc_pattern: str | None) -> QueryScorer:
-        """Start on a query: `limit` chunks to retrieve, among doc_ids `doc_pattern`
-        matches when given. Returns at once; `retrieve` waits for the search."""
+    def encode(self, query: str) -> Vector | None:
+        """The query's vector, computed ahead of the search (it needs no store); None for a
+        model that reads the query with each candidate instead."""
+        ...
+
+    def prepare(
+        self, query: str, vector: Vector | None, limit: int, doc_pattern: str | None
+    ) -> QueryScorer:
+        """Start on a query (and its `encode` result): `limit` chunks to retrieve, among
+        doc_ids `doc_pattern` matches when given. Returns at once; `retrieve` waits."""
         ...
 
 
@@ -64,8 +71,15 @@ class StoredVectors:
     def identity(self) -> str:
         return self.embedder.identity
 
-    def prepare(self, query: str, limit: int, doc_pattern: str | None) -> QueryScorer:
-        vector = self.embedder.embed([query])[0]
+    def encode(self, query: str) -> Vector:
+        vector: Vector = self.embedder.embed([query])[0]
+        return vector
+
+    def prepare(
+        self, query: str, vector: Vector | None, limit: int, doc_pattern: str | None
+    ) -> QueryScorer:
+        if vector is None:
+            vector = self.encode(query)
         # A table of another width (written before a model change reached it) is skipped.
         usable = self.table.dim == vector.shape[0]
         nearest = (

@@ -56,7 +56,11 @@ class Readers:
         self._generation += 1
 
     def search(self, request: QueryRequest) -> SearchResponse:
-        """Run one query (queries are serialised: they share one SQLite connection)."""
+        """Run one query. The models encode it first, on the caller's thread; the search is
+        serialised (queries share one SQLite connection)."""
+        encoded = self.searcher.encode(
+            request.query, mode=request.mode or "hybrid", rerank=request.rerank
+        )
         with self.lock:
             if self._seen != self._generation:
                 self._seen = self._generation
@@ -65,12 +69,10 @@ class Readers:
                 if self.stores.second is not None:
                     self.stores.second.refresh()
             return self.searcher.search(
-                request.query,
+                encoded,
                 k=request.k,
-                mode=request.mode or "hybrid",
                 exclude_stale=request.exclude_stale,
                 expand=request.expand,
-                rerank=request.rerank,
                 filters=request.filters,
             )
 
