@@ -165,7 +165,10 @@ def daemon_scan_seconds(config: Path, log_path: Path) -> float:
 
     def finished() -> float | None:
         for line in log_path.read_text().splitlines():
-            event = json.loads(line) if line.startswith("{") else {}
+            try:
+                event = json.loads(line) if line.startswith("{") else {}
+            except json.JSONDecodeError:  # the line being written as we read
+                continue
             if event.get("event") == "scan_finished":
                 return float(event["seconds"])
         return None
