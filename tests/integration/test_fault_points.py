@@ -271,8 +271,9 @@ def test_a_kill_at_a_fault_point_is_repaired_by_the_next_run(
 
 
 def test_every_named_point_has_a_case() -> None:
-    # poisoned_parse has its cases in tests/integration/test_parse_crash.py.
-    elsewhere = {"during_compaction", "poisoned_parse"}
+    # poisoned_parse has its cases in tests/integration/test_parse_crash.py, the second
+    # stage's in tests/integration/test_second_stage_faults.py.
+    elsewhere = {"during_compaction", "poisoned_parse", "after_second_stage", "second_stage_rows"}
     covered = {fault.partition(":")[0] for fault, _ in CASES} | elsewhere
     assert covered == set(faults.POINTS)
 

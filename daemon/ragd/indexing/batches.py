@@ -234,6 +234,7 @@ class BatchWriter:
             if c.second_key is not None and c.second_key in cached
         ]
         table.replace_documents(doc_ids, rows, new=new)
+        self.faults.reached("after_second_stage")
         self.counts.second_reused += len(rows)
 
     def _vectors_for(self, batch: list[_Pending]) -> dict[str, np.ndarray]:

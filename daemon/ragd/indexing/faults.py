@@ -18,8 +18,13 @@ Points, in the order one flush reaches them (see `BatchWriter.flush` in ragd.ind
   the old ones and the manifest lists the old ones.
 - `after_tantivy`: both search stores hold the new chunks; the manifest still lists the
   old. Only flushes that write the search stores reach it.
+- `after_second_stage`: the second stage's table holds the documents' rows of stored
+  second-stage vectors; the manifest still lists the old chunks. Only flushes with the
+  second stage on and a table to write reach it.
 - `before_commit`: just before the manifest commit of every non-empty flush, including
   flushes that only record failures or unchanged-but-settled documents.
+- `second_stage_rows`: a fill wrote the rows of newly embedded second-stage vectors and
+  has not stored the vectors (ragd.indexing.second_stage).
 - `during_compaction`: a compaction of the vector table was decided, before LanceDB starts.
 - `poisoned_parse`: a document holding the bytes of `POISON` is about to be parsed. It
   stands for a parser that crashes natively on one file: it dies there in whichever process
@@ -38,7 +43,9 @@ POINTS = (
     "after_intent",
     "after_lancedb",
     "after_tantivy",
+    "after_second_stage",
     "before_commit",
+    "second_stage_rows",
     "during_compaction",
     "poisoned_parse",
 )

@@ -312,7 +312,12 @@ class Indexer:
                 faults=self.pipeline.faults,
             )
             filled = fill(
-                self.stores, self.second, settle=settle, progress=progress, stop=self.should_stop
+                self.stores,
+                self.second,
+                settle=settle,
+                faults=self.pipeline.faults,
+                progress=progress,
+                stop=self.should_stop,
             )
             report.second_embedded, report.second_pending = filled.embedded, filled.pending
             report.interrupted, report.seconds = filled.pending > 0, filled.seconds

@@ -25,6 +25,7 @@ import numpy as np
 from ragd.embedding import Embedder, Matrix
 from ragd.errors import RagdError
 from ragd.indexing.chunking import labelled_text
+from ragd.indexing.faults import NO_FAULTS, FaultPlan
 from ragd.stores.data_dir import WriterStores
 from ragd.stores.manifest_reader import SecondStageWork
 from ragd.stores.vectors import VectorRow, VectorStore
@@ -63,8 +64,9 @@ class SecondStageWriter:
     their keys now (a chunk replaced meanwhile has another key or is gone), then the
     vectors under their keys."""
 
-    def __init__(self, stores: WriterStores) -> None:
+    def __init__(self, stores: WriterStores, faults: FaultPlan = NO_FAULTS) -> None:
         self.stores = stores
+        self.faults = faults
 
     def write(self, embedded: Embedded) -> int:
         """Write one batch; the number of chunk rows written."""
@@ -79,6 +81,7 @@ class SecondStageWriter:
         table = self.stores.second_vectors(embedded.vectors.shape[1])
         if table is not None and rows:
             table.upsert(rows)
+        self.faults.reached("second_stage_rows")
         manifest.store_vectors(vector_of)
         return len(rows)
 
@@ -100,6 +103,7 @@ def fill(
     embedder: Embedder,
     *,
     settle: Callable[[VectorStore], None],
+    faults: FaultPlan = NO_FAULTS,
     batch: int = FILL_BATCH,
     progress: ProgressFn | None = None,
     stop: Callable[[], bool] | None = None,
@@ -110,7 +114,7 @@ def fill(
     report = FillReport()
     started = time.monotonic()
     manifest = stores.manifest
-    writer = SecondStageWriter(stores)
+    writer = SecondStageWriter(stores, faults)
     total = left = manifest.second_stage_missing_count()
     while left and not (stop is not None and stop()):
         embedded = embed(manifest.second_stage_missing(batch), embedder)

@@ -159,7 +159,7 @@ class Writer(threading.Thread):
             return False
         stores = self.indexer.stores
         try:
-            rows = SecondStageWriter(stores).write(embedded)
+            rows = SecondStageWriter(stores, self.indexer.pipeline.faults).write(embedded)
             if (table := stores.second_vectors()) is not None:
                 settle_vectors(table, self.indexer.cleanup_older_than, self.indexer.pipeline.faults)
         except Exception as exc:  # a bad batch costs that batch; the filler reads it again
