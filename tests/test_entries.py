@@ -79,6 +79,15 @@ def test_a_new_title_alone_changes_the_document() -> None:
     assert result.write is not None and result.write.title == "Prices"
 
 
+def test_a_delivered_title_labels_every_chunk_as_the_document_is_titled() -> None:
+    # The labelled text is rebuilt from the document's title (the keyword index, the
+    # second stage), so the chunks must carry the title the document is stored with.
+    result = outcome(replace(UPDATE, title="Prices and plans"), None)
+
+    assert result.write is not None and result.write.title == "Prices and plans"
+    assert all(c.embed_text.startswith("Prices and plans") for c in result.write.chunks)
+
+
 def test_deleting_an_unknown_entry_does_nothing_and_a_known_one_is_deleted() -> None:
     gone = replace(UPDATE, deleted=True, data=None)
 
@@ -111,9 +120,11 @@ class Watching(Pipeline):
     guard_file: Path = Path("parsing")
     seen: list[str] = field(default_factory=list)
 
-    def process(self, data: bytes, filename: str, doc_id: str) -> ProcessedDocument:
+    def process(
+        self, data: bytes, filename: str, doc_id: str, *, title: str | None = None
+    ) -> ProcessedDocument:
         self.seen.append(self.guard_file.read_text())
-        return super().process(data, filename, doc_id)
+        return super().process(data, filename, doc_id, title=title)
 
 
 def watching(tmp_path: Path) -> Watching:

@@ -56,7 +56,7 @@ def test_a_path_without_sources_matches_in_any_source() -> None:
     assert pattern is not None and re.fullmatch(pattern, "any:guide/x.md")
 
 
-@pytest.mark.parametrize("path", ["", "x" * 1001, "a\nb", "a\x00b"])
+@pytest.mark.parametrize("path", ["", "x" * 1001, "a\nb", "a\x00b", "a\udc80b"])
 def test_an_unusable_path_is_refused(path: str) -> None:
     with pytest.raises(QueryRefused):
         QueryFilter(path=path)

@@ -83,7 +83,7 @@ class Index:
             stores.close()
         return self
 
-    def searcher(self) -> Searcher:
+    def searcher(self, settings: SearchSettings | None = None) -> Searcher:
         manifest = ManifestReader.open(self.data.manifest)
         table = VectorStore.open_readonly(self.data.lancedb, name=self.table)
         return Searcher(
@@ -93,7 +93,7 @@ class Index:
             self.first,
             fingerprint=self.pipeline.fingerprint,
             policies={s.name: SourcePolicy(max_age=timedelta(days=1)) for s in self.sources},
-            settings=SearchSettings(k=5),
+            settings=settings or SearchSettings(k=5),
             second=StoredVectors(self.second, table, manifest),
         )
 
@@ -222,3 +222,14 @@ def test_a_query_encoded_ahead_is_answered_as_the_text_would_be(index: Index) ->
 
     assert encoded.second is not None and encoded.text == "feline grooming"
     assert searcher.search(encoded).to_json() == searcher.search("feline grooming").to_json()
+
+
+def test_scores_fall_from_the_re_scored_candidates_into_the_rest(index: Index) -> None:
+    searcher = index.searcher(SearchSettings(k=10, rerank_candidates=2))
+
+    response = searcher.search("cat dog water")
+
+    scores = [h.score for h in response.hits]
+    assert len(scores) > 2 and response.rerank
+    assert scores == sorted(scores, reverse=True)
+    assert [h.second_stage_rank is None for h in response.hits[2:]] == [True] * (len(scores) - 2)

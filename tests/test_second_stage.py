@@ -228,3 +228,21 @@ def test_a_vector_for_a_chunk_replaced_meanwhile_writes_no_row(harness: Harness)
 
     assert written == 0  # none of those chunks is listed any more
     assert harness.manifest().second_stage_missing_count() == 1
+
+
+def test_turning_the_second_stage_off_drops_its_tables_at_the_next_write(
+    harness: Harness,
+) -> None:
+    harness.write("guide.md", GUIDE)
+    harness.run()
+    harness.write("other.md", "# Other\n\nSomething else.\n")
+
+    stores = WriterStores(harness.data, keyword_rows=manifest_keyword_rows)
+    try:
+        pipeline = Pipeline(ChunkSettings(max_chars=200, overlap=0), harness.first.identity)
+        source = FolderSource("docs", harness.root, ("**/*.md",))
+        Indexer(stores, [source], pipeline, harness.first).run()
+    finally:
+        stores.close()
+
+    assert not [t for t in VectorStore.tables(harness.data.lancedb) if t.startswith("second")]

@@ -290,15 +290,16 @@ class VectorTable:
         explicitly (that silences a deprecation warning per query); the metric is explicit
         because the default is L2. The filter applies before the nearest are chosen.
         """
-        search = self._lance_table.query().nearest_to(query).distance_type("cosine").limit(limit)
-        if doc_pattern is not None:
-            search = search.where(doc_filter(doc_pattern))
         by_row_id = self._ids is not None
-        if by_row_id:
-            search = search.select(["_distance"]).with_row_id()
-        else:
-            search = search.select(["chunk_id", "_distance"])
         with lance_errors("search", self._directory):
+            search = self._lance_table.query().nearest_to(query).distance_type("cosine")
+            search = search.limit(limit)
+            if doc_pattern is not None:
+                search = search.where(doc_filter(doc_pattern))
+            if by_row_id:
+                search = search.select(["_distance"]).with_row_id()
+            else:
+                search = search.select(["chunk_id", "_distance"])
             future = self._lance.submit(search.to_arrow())
 
         def result() -> list[tuple[str, float]]:

@@ -116,10 +116,6 @@ class SentenceEncoder:
         width = shape[-1] if shape else None
         self.dim = width if isinstance(width, int) and width > 0 else len(self._encode_one("a"))
 
-    def has_token(self, word: str) -> bool:
-        """Whether `word` is one whole token of the model's vocabulary."""
-        return self._tokenizer.has_token(word)
-
     def encode(self, texts: Sequence[str]) -> Matrix:
         """One pooled vector per text, float32, not normalised."""
         out = np.zeros((len(texts), self.dim), dtype=np.float32)

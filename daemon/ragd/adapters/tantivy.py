@@ -169,14 +169,11 @@ class TextIndex:
         hits = searcher.search(tantivy.Query.all_query(), limit=total, count=False).hits
         return {str(searcher.doc(address).get_first("chunk_id")) for _, address in hits}
 
-    def num_docs(self) -> int:
-        """The number of live documents (chunks)."""
-        return int(self._index.searcher().num_docs)
-
-    def doc_freq(self, term: str) -> int:
-        """How many live and deleted-but-unmerged documents hold `term` in the text field
-        (what BM25's IDF counts)."""
-        return int(self._index.searcher().doc_freq(TEXT, term))
+    def doc_freqs(self, terms: Sequence[str]) -> tuple[int, list[int]]:
+        """The number of live documents, and how many live and deleted-but-unmerged
+        documents hold each term in the text field (what BM25's IDF counts)."""
+        searcher = self._index.searcher()
+        return int(searcher.num_docs), [int(searcher.doc_freq(TEXT, t)) for t in terms]
 
     def search(
         self,

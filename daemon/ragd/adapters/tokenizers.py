@@ -193,7 +193,3 @@ class SentenceTokenizer:
         """The token ids of `text` and their segment (type) ids."""
         encoding = self._tokenizer.encode(text)
         return encoding.ids, encoding.type_ids
-
-    def has_token(self, word: str) -> bool:
-        """Whether `word` is one whole token of the vocabulary."""
-        return self._tokenizer.token_to_id(word) is not None

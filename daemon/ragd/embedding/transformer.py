@@ -89,10 +89,6 @@ class TransformerEmbedder:
         self.texts_embedded += len(texts)
         return normalise(encoder.encode(texts))
 
-    def has_word(self, word: str) -> bool:
-        """Whether `word` is one whole token of the model's vocabulary."""
-        return self.load().has_token(word)
-
     def load(self) -> SentenceEncoder:
         """The model, loaded on first use; ModelLoadError naming it when it cannot be."""
         if self._encoder is not None:

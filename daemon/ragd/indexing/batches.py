@@ -196,7 +196,7 @@ class BatchWriter:
                 new=new,
             )
             self.faults.reached("after_tantivy")
-            self._write_second_stage(doc_ids, [c for p in touching for c in p.write.chunks], new)
+            self._write_second_stage(doc_ids, [c for p in touching for c in p.write.chunks])
         self.faults.reached("before_commit")
         self.manifest.commit([p.write for p in batch], checked_at=self.checked_at)
         committed = time.monotonic()
@@ -215,12 +215,12 @@ class BatchWriter:
                     )
                 )
 
-    def _write_second_stage(
-        self, doc_ids: list[str], chunks: list[PreparedChunk], new: list[str]
-    ) -> None:
+    def _write_second_stage(self, doc_ids: list[str], chunks: list[PreparedChunk]) -> None:
         """Make the second stage's rows of these documents those of their chunks whose
         second-stage vector is stored already (an unchanged section's, a renamed file's);
-        the others get theirs when ragd.indexing.second_stage embeds them."""
+        the others get theirs when ragd.indexing.second_stage embeds them. Always an
+        upsert: a document new to the manifest may have left rows from before (written
+        while the second stage was off, or by a fill that crashed)."""
         keys = {c.second_key for c in chunks if c.second_key is not None}
         cached = self.manifest.cached_vectors(keys) if keys else {}
         # The width from a stored vector: creating the table needs no model loaded.
@@ -233,7 +233,7 @@ class BatchWriter:
             for c in chunks
             if c.second_key is not None and c.second_key in cached
         ]
-        table.replace_documents(doc_ids, rows, new=new)
+        table.replace_documents(doc_ids, rows)
         self.faults.reached("after_second_stage")
         self.counts.second_reused += len(rows)
 

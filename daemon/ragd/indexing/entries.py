@@ -102,7 +102,9 @@ def entry_outcome(
     )
     try:
         with nullcontext() if guard is None else guard.parsing(parsing):
-            processed = pipeline.process(update.data, f"{update.key}{suffix}", doc_id)
+            processed = pipeline.process(
+                update.data, f"{update.key}{suffix}", doc_id, title=update.title
+            )
     except UnsupportedDocument as exc:
         failed = replace(
             base, status="failed", error=exc.reason, content_hash=digest, fingerprint=fingerprint
@@ -111,7 +113,7 @@ def entry_outcome(
     write = replace(
         base,
         status="indexed",
-        title=update.title or processed.title,
+        title=processed.title,
         size=len(update.data),
         content_hash=digest,
         fingerprint=fingerprint,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import NamedTuple
 
@@ -98,11 +98,17 @@ class Pipeline:
             recipe["second_stage"] = self.second_identity
         return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
 
-    def process(self, data: bytes, filename: str, doc_id: str) -> ProcessedDocument:
-        """Parse and chunk the document `doc_id`; raises parsers.UnsupportedDocument with a
-        reason."""
+    def process(
+        self, data: bytes, filename: str, doc_id: str, *, title: str | None = None
+    ) -> ProcessedDocument:
+        """Parse and chunk the document `doc_id`, labelled with `title` when given (a CMS
+        delivery's) instead of the one parsed; raises parsers.UnsupportedDocument with a
+        reason. The title labels every chunk's embedded text, so the manifest's title of
+        the document must be this one (the text is rebuilt from it)."""
         self.faults.parsing(data)
         parsed = parse_document(data, filename)
+        if title:
+            parsed = replace(parsed, title=title)
         chunks = chunk_document(parsed, self.chunking)
         if len(chunks) > MAX_CHUNKS_PER_DOCUMENT:
             # One document is embedded and written in one batch; bound what it can cost.

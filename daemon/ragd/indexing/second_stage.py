@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ragd.embedding import Embedder, Matrix
-from ragd.errors import RagdError
+from ragd.errors import RagdError, StoreError
 from ragd.indexing.chunking import labelled_text
 from ragd.indexing.faults import NO_FAULTS, FaultPlan
 from ragd.stores.data_dir import WriterStores
@@ -79,7 +79,9 @@ class SecondStageWriter:
             for chunk_id, doc_id, key in manifest.second_stage_rows(embedded.keys)
         ]
         table = self.stores.second_vectors(embedded.vectors.shape[1])
-        if table is not None and rows:
+        if table is None:
+            raise StoreError("second-stage vectors were written with the second stage off")
+        if rows:
             table.upsert(rows)
         self.faults.reached("second_stage_rows")
         manifest.store_vectors(vector_of)
@@ -116,8 +118,16 @@ def fill(
     manifest = stores.manifest
     writer = SecondStageWriter(stores, faults)
     total = left = manifest.second_stage_missing_count()
+    after: tuple[str, int] | None = None
     while left and not (stop is not None and stop()):
-        embedded = embed(manifest.second_stage_missing(batch), embedder)
+        work = manifest.second_stage_missing(batch, after)
+        if not work:
+            if after is None:
+                break  # counted, but none to read: never spin
+            after = None  # chunks before the resume point may be new: one more sweep
+            continue
+        after = work[-1].position
+        embedded = embed(work, embedder)
         writer.write(embedded)
         report.embedded += len(embedded.keys)
         # Counted, not summed: a text's vector serves every chunk that holds it.

@@ -23,7 +23,9 @@ MAX_PATH_CHARS = 1000
 MAX_SOURCES = 64
 # The regex crate's metacharacters (what its `escape` escapes); others stand for themselves.
 _META = frozenset("\\.+*?()|[]{}^$#&-~")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# Control characters, and lone surrogates (invalid UTF-8 in an argument, or "\ud800" in
+# JSON), which no store can take.
+_UNUSABLE = re.compile(r"[\x00-\x1f\x7f\ud800-\udfff]")
 
 
 def escape(text: str) -> str:
@@ -68,8 +70,8 @@ class QueryFilter:
         if self.path is not None:
             if not self.path or len(self.path) > MAX_PATH_CHARS:
                 raise QueryRefused(f"a path filter has 1 to {MAX_PATH_CHARS} characters")
-            if _CONTROL.search(self.path):
-                raise QueryRefused("a path filter may not hold control characters")
+            if _UNUSABLE.search(self.path):
+                raise QueryRefused("a path filter may not hold control characters or invalid text")
 
     @property
     def active(self) -> bool:

@@ -34,9 +34,11 @@ class QueryRequest:
 class Hit:
     """One result, shaped as the query contract's result object.
 
-    `first_stage_rank` is its rank in the first stage's fused list; `second_stage_rank`
-    its rank by second-stage similarity among the re-scored candidates (None when the
-    second stage did not score it: off, not a candidate, or its vector not stored yet).
+    `first_stage_rank` is its rank in the fused candidate list (BM25, the first stage's
+    vectors and, with the second stage on, its own nearest chunks), before re-scoring;
+    `second_stage_rank` its rank by second-stage similarity among the re-scored
+    candidates (None when the second stage did not score it: off, not a candidate, or its
+    vector not stored yet).
     """
 
     rank: int

@@ -185,21 +185,19 @@ class Searcher:
             else None
         )
         found = self._retrieve(encoded, pattern, scorer)
-        covered = self._coverage(query, found["bm25"]) if mode == "hybrid" else 0.0
+        terms = self.keywords.query_terms(query) if mode == "hybrid" else []
+        covered = self._coverage(terms, found["bm25"]) if mode == "hybrid" else 0.0
         share = 0.0 if scorer is None else second_stage_share(covered, self.settings.rerank_weight)
         fused = self._fuse(found, share)
-        ranked, similarity = self._rank(fused, found, scorer, share)
-        # Re-scored only if some candidate had a stored second-stage vector to score.
-        response = SearchResponse(
-            query=query, mode=mode, rerank=scorer is not None and bool(similarity)
-        )
+        ranked, similarity, reranked = self._rank(fused, found, scorer, share, limit)
+        response = SearchResponse(query=query, mode=mode, rerank=reranked)
         # A single retriever reports its own score; hybrid mode the fused one.
         raw = None if mode == "hybrid" else {i: s for hits in found.values() for i, s in hits}
         self._collect(response, ranked, raw, limit, exclude_stale)
         if expand:
             response.hits = [replace(h, context=self._section(h.chunk)) for h in response.hits]
         response.abstained = not response.hits or (
-            mode == "hybrid" and is_weak(self._evidence(query, covered, response, similarity))
+            mode == "hybrid" and is_weak(self._evidence(terms, covered, response, similarity))
         )
         return response
 
@@ -247,34 +245,50 @@ class Searcher:
         found: dict[str, list[tuple[str, float]]],
         scorer: QueryScorer | None,
         share: float,
-    ) -> tuple[Iterator[_Ranked], dict[str, float]]:
-        """The committed candidates in final order, and each scored candidate's semantic
-        similarity (the second stage's, else the first stage's cosine), for abstention."""
-        committed = self._committed(fused, page=max(self.settings.rerank_candidates, 20))
+        limit: int,
+    ) -> tuple[Iterator[_Ranked], dict[str, float], bool]:
+        """The committed candidates in final order; each scored candidate's semantic
+        similarity (the second stage's, else the first stage's cosine), for abstention;
+        and whether the second stage re-scored them (it needs a stored vector to score)."""
+        committed = self._committed(
+            fused, page=max(self.settings.rerank_candidates, 2 * limit + 10)
+        )
         head = [next(committed, None) for _ in range(self.settings.rerank_candidates)]
         candidates = [c for c in head if c is not None]
         position = {f.item: rank for rank, f in enumerate(fused, start=1)}
-        if scorer is None:
-            cosine = dict(found.get("vector") or [])
-            similarity = {f.item: cosine[f.item] for f, _ in candidates if f.item in cosine}
-            first = (_Ranked(c, f, f.score, position[f.item], None) for f, c in candidates)
-        else:
-            similarity = scorer.score([c for _, c in candidates])
-            rescored = rescore([f for f, _ in candidates], similarity, share)
+        second = {} if scorer is None else scorer.score([c for _, c in candidates])
+        if second:
+            rescored = rescore([f for f, _ in candidates], second, share)
             pairs = {f.item: (f, c) for f, c in candidates}
-            first = (
+            first = [
                 _Ranked(
                     pairs[r.item][1], pairs[r.item][0], r.score, position[r.item], r.second_rank
                 )
                 for r in rescored
-            )
+            ]
+            # The rest on the same scale, and below the re-scored ones.
+            best = max(f.score for f, _ in candidates)
+            floor = min(r.score for r in first)
+
+            def score(f: Fused) -> float:
+                return min(floor, f.score / best)
+
+            similarity = second
+        else:
+            first = [_Ranked(c, f, f.score, position[f.item], None) for f, c in candidates]
+
+            def score(f: Fused) -> float:
+                return f.score
+
+            cosine = dict(found.get("vector") or [])
+            similarity = {f.item: cosine[f.item] for f, _ in candidates if f.item in cosine}
 
         def ordered() -> Iterator[_Ranked]:
             yield from first
             for f, c in committed:
-                yield _Ranked(c, f, f.score, position[f.item], None)
+                yield _Ranked(c, f, score(f), position[f.item], None)
 
-        return ordered(), similarity
+        return ordered(), similarity, bool(second)
 
     def _collect(
         self,
@@ -332,20 +346,21 @@ class Searcher:
 
     # -- evidence -------------------------------------------------------------------------
 
-    def _coverage(self, query: str, bm25: list[tuple[str, float]]) -> float:
+    def _coverage(self, terms: list[str], bm25: list[tuple[str, float]]) -> float:
         """How much of the query the best BM25 hit covers (ragd.search.abstention)."""
-        terms = self.keywords.query_terms(query)
         documents, frequencies = self.keywords.document_frequencies(terms)
         return coverage(bm25[0][1] if bm25 else 0.0, documents, frequencies)
 
     def _evidence(
-        self, query: str, covered: float, response: SearchResponse, similarity: dict[str, float]
+        self,
+        terms: list[str],
+        covered: float,
+        response: SearchResponse,
+        similarity: dict[str, float],
     ) -> Evidence:
         unknown: tuple[str, ...] = ()
         if self.is_word is not None:
-            unknown = unknown_names(
-                self.keywords.query_terms(query), self.keywords.in_corpus, self.is_word
-            )
+            unknown = unknown_names(terms, self.keywords.in_corpus, self.is_word)
         best = response.hits[0].chunk.chunk_id if response.hits else None
         spread = (
             margin(similarity[best], list(similarity.values()))

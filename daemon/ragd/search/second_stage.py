@@ -41,11 +41,6 @@ class QueryScorer(Protocol):
 class Rescorer(Protocol):
     """A second-stage model, as the searcher uses it."""
 
-    @property
-    def identity(self) -> str:
-        """The model's identity (what the fingerprint and the vector table are keyed by)."""
-        ...
-
     def encode(self, query: str) -> Vector | None:
         """The query's vector, computed ahead of the search (it needs no store); None for a
         model that reads the query with each candidate instead."""
@@ -66,10 +61,6 @@ class StoredVectors:
         self.embedder = embedder
         self.table = table
         self.manifest = manifest
-
-    @property
-    def identity(self) -> str:
-        return self.embedder.identity
 
     def encode(self, query: str) -> Vector:
         vector: Vector = self.embedder.embed([query])[0]

@@ -48,12 +48,16 @@ class Readers:
         self.keywords = self.stores.keywords
         self.searcher: Searcher = runtime.searcher(self.stores)
         self.lock = threading.Lock()
-        self._seen = 0
-        self._generation = 0
+        self._seen = self._generation = 0
+        self._second_seen = self._second_generation = 0
 
     def committed(self) -> None:
         """The writer committed: the next query refreshes the handles first."""
         self._generation += 1
+
+    def second_stage_written(self) -> None:
+        """Second-stage vectors were written: the next query refreshes that table only."""
+        self._second_generation += 1
 
     def search(self, request: QueryRequest) -> SearchResponse:
         """Run one query. The models encode it first, on the caller's thread; the search is
@@ -66,8 +70,10 @@ class Readers:
                 self._seen = self._generation
                 self.vectors.refresh()
                 self.keywords.refresh()
-                if self.stores.second is not None:
-                    self.stores.second.refresh()
+                self._second_seen = -1  # a commit may have written it too
+            if self._second_seen != self._second_generation and self.stores.second is not None:
+                self._second_seen = self._second_generation
+                self.stores.second.refresh()
             return self.searcher.search(
                 encoded,
                 k=request.k,

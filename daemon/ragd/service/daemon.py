@@ -87,6 +87,7 @@ class Daemon:
                 stats=stats,
                 compact=self._compact,
                 on_commit=self._committed,
+                on_second_stage=self.readers.second_stage_written,
                 on_exit=self.stopping.wake,
                 fetchers=self.webhooks.fetchers,
             )

@@ -58,6 +58,7 @@ class SecondStageFiller(threading.Thread):
         self.wake = threading.Event()  # set after each commit: there may be new chunks
         self.embedded = 0
         self.busy = False
+        self._after: tuple[str, int] | None = None  # where the last batch ended
 
     def run(self) -> None:
         with contextlib.suppress(OSError):  # not permitted, or not Linux: normal priority
@@ -69,19 +70,28 @@ class SecondStageFiller(threading.Thread):
             return
         try:
             while not self.stop.is_set():
-                if not self._step(manifest):
+                try:
+                    worked = self._step(manifest)
+                except Exception as exc:  # a bad batch or a busy database: try again later
+                    log.exception("second_stage_step_failed", error=str(exc))
+                    self._after = None
+                    self.stop.wait(IDLE_SECONDS)
+                    continue
+                if not worked:
                     self.wake.wait(IDLE_SECONDS)
                     self.wake.clear()
-        except Exception as exc:  # the first stage goes on; say why the second stopped
-            log.exception("second_stage_stopped", error=str(exc))
         finally:
             manifest.close()
 
     def _step(self, manifest: ManifestReader) -> bool:
         """Embed and hand over one batch; False when nothing is missing."""
-        work = manifest.second_stage_missing(self.batch)
+        work = manifest.second_stage_missing(self.batch, self._after)
+        if not work and self._after is not None:
+            self._after = None  # a sweep ended; chunks before it may be new since
+            work = manifest.second_stage_missing(self.batch)
         if not work:
             return False
+        self._after = work[-1].position
         self.busy = True
         try:
             embedded = embed(work, self.embedder)

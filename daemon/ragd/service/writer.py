@@ -91,6 +91,7 @@ class Writer(threading.Thread):
         stats: WriterStats,
         compact: Callable[[], None],
         on_commit: Callable[[], None],
+        on_second_stage: Callable[[], None],
         on_exit: Callable[[], None],
         fetchers: Mapping[str, EntryFetcher] | None = None,
     ) -> None:
@@ -103,6 +104,7 @@ class Writer(threading.Thread):
         self.stats = stats
         self._compact = compact
         self._on_commit = on_commit
+        self._on_second_stage = on_second_stage  # second-stage vectors were written
         self._on_exit = on_exit
         self.fetchers = dict(fetchers or {})
         self._second: SimpleQueue[tuple[Embedded, Future[int]]] = SimpleQueue()
@@ -169,7 +171,7 @@ class Writer(threading.Thread):
             return True
         self.stats.second_stage_embedded += len(embedded.keys)
         done.set_result(rows)
-        self._on_commit()
+        self._on_second_stage()
         return True
 
     def _do(self, jobs: list[Job]) -> bool:

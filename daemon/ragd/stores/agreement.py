@@ -123,11 +123,8 @@ def reconcile_second_stage(manifest: Manifest, table: VectorStore) -> tuple[int,
 
 
 def reconcile_stores(stores: WriterStores, dim: int) -> None:
-    """Reconcile a writer's stores: the search stores with the manifest, the second stage's
-    table with its stored vectors (or, with none open, drop the tables of second-stage
-    models no longer configured)."""
+    """Reconcile a writer's stores: the search stores with the manifest, and the second
+    stage's table, if it has one, with its stored vectors."""
     reconcile(stores.manifest, stores.vectors(dim), stores.keywords())
     if (second := stores.second_vectors()) is not None:
         reconcile_second_stage(stores.manifest, second)
-    else:
-        stores.drop_unused_second_stage_tables()

@@ -123,22 +123,23 @@ class WriterStores:
         self._keywords: KeywordStore | None = None
 
     def vectors(self, dim: int) -> VectorStore:
-        """The LanceDB chunk table, created with `dim` if it does not exist."""
+        """The LanceDB chunk table, created with `dim` if it does not exist. Opening it
+        also drops the tables of second-stage models no longer configured (or of all, with
+        the second stage off): their rows are derived, and nothing keeps them current."""
         if self._vectors is None:
             self._vectors = VectorStore.open(self.paths.lancedb, dim)
+            self.drop_unused_second_stage_tables()
         return self._vectors
 
     def second_vectors(self, dim: int | None = None) -> VectorStore | None:
         """The second stage's vector table: None when the second stage is off, or when the
-        table does not exist and no `dim` is given to create it. Opening it first drops
-        the tables of second-stage models no longer configured."""
+        table does not exist and no `dim` is given to create it."""
         if self.second_table is None:
             return None
         if self._second is None:
             directory, name = self.paths.lancedb, self.second_table
             if dim is None and name not in VectorStore.tables(directory):
                 return None
-            VectorStore.drop_second_stage_tables(directory, keep=name)
             self._second = (
                 VectorStore.open(directory, dim, name=name)
                 if dim is not None

@@ -249,14 +249,14 @@ class KeywordStore:
 
     def in_corpus(self, term: str) -> bool:
         """Whether any chunk's text holds `term` (an index term: lowercase, one token)."""
-        return self._index is not None and self._index.doc_freq(term) > 0
+        return self.document_frequencies([term])[1][0] > 0
 
     def document_frequencies(self, terms: Sequence[str]) -> tuple[int, list[int]]:
         """The number of chunks, and how many hold each term in their text (0 for all
         when there is no index)."""
         if self._index is None:
             return 0, [0] * len(terms)
-        return self._index.num_docs(), [self._index.doc_freq(t) for t in terms]
+        return self._index.doc_freqs(terms)
 
     def refresh(self) -> None:
         """Reload so this handle sees the latest commit (also finds a newly created index)."""

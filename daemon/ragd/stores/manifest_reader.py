@@ -231,30 +231,30 @@ class ManifestReader:
 
     # -- second stage ---------------------------------------------------------------------
 
-    def second_stage_missing(self, limit: int) -> list[SecondStageWork]:
-        """Up to `limit` chunks whose second-stage vector is not stored, in document order."""
+    def second_stage_missing(
+        self, limit: int, after: tuple[str, int] | None = None
+    ) -> list[SecondStageWork]:
+        """Up to `limit` chunks whose second-stage vector is not stored, in document order,
+        from after (doc_id, ordinal) `after` when given: a caller working through a backlog
+        resumes there instead of passing over every chunk done before."""
         if self._chunk_columns.endswith("NULL"):
             return []
         rows = self._conn.execute(
-            "SELECT c.chunk_id, c.doc_id, c.second_key, d.title, c.heading_path, c.text "
-            "FROM chunks c JOIN documents d USING (doc_id) WHERE c.second_key IS NOT NULL "
-            "AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.embed_key = c.second_key) "
+            f"SELECT c.chunk_id, c.doc_id, c.second_key, d.title, c.heading_path, c.text, "
+            f"c.ordinal {_SECOND_STAGE_MISSING} AND (c.doc_id, c.ordinal) > (?, ?) "
             "ORDER BY c.doc_id, c.ordinal LIMIT ?",
-            (limit,),
+            (*(after or ("", -1)), limit),
         )
         return [
-            SecondStageWork(r[0], r[1], r[2], r[3], tuple(json.loads(r[4])), r[5]) for r in rows
+            SecondStageWork(r[0], r[1], r[2], r[3], tuple(json.loads(r[4])), r[5], r[6])
+            for r in rows
         ]
 
     def second_stage_missing_count(self) -> int:
         """How many chunks have no stored second-stage vector."""
         if self._chunk_columns.endswith("NULL"):
             return 0
-        row = self._conn.execute(
-            "SELECT COUNT(*) FROM chunks c WHERE c.second_key IS NOT NULL "
-            "AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.embed_key = c.second_key)"
-        ).fetchone()
-        return int(row[0])
+        return int(self._conn.execute(f"SELECT COUNT(*) {_SECOND_STAGE_MISSING}").fetchone()[0])
 
     def second_stage_coverage(self) -> dict[str, tuple[int, int]]:
         """Per source: (chunks with a stored second-stage vector, chunks that should have
@@ -321,6 +321,20 @@ class SecondStageWork(NamedTuple):
     title: str
     heading_path: tuple[str, ...]
     text: str
+    ordinal: int
+
+    @property
+    def position(self) -> tuple[str, int]:
+        """Where it stands in document order (a resume point for the next read)."""
+        return self.doc_id, self.ordinal
+
+
+# The chunks of live documents (the text is rebuilt from the document's title) whose
+# second-stage key has no stored vector.
+_SECOND_STAGE_MISSING = (
+    "FROM chunks c JOIN documents d USING (doc_id) WHERE c.second_key IS NOT NULL "
+    "AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.embed_key = c.second_key)"
+)
 
 
 def _chunk(row: tuple[str, str, int, str, str, str, str | None]) -> ChunkRecord:
