@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
 
 from starlette.routing import Route
 
 from ragd.service.http_api import OPENAPI, create_app
+from ragd.service.mcp_http import McpEndpoint
+
+
+async def _no_app(scope: object, receive: object, send: object) -> None:
+    raise AssertionError("no request is made")
 
 
 def test_every_route_is_described_and_every_described_path_is_routed() -> None:
     spec = json.loads(OPENAPI.read_text())
-    app = create_app(backend=None)  # type: ignore[arg-type]  # routes only; no request is made
+    mcp = McpEndpoint(app=_no_app, lifespan=nullcontext)
+    app = create_app(backend=None, mcp=mcp)  # type: ignore[arg-type]  # routes only; no request
 
     routed = {
         (route.path, method.lower())

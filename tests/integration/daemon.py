@@ -181,6 +181,14 @@ class Served:
         except urllib.error.HTTPError as error:
             return error.code, json.loads(error.read() or b"null")
 
+    def post_json(self, path: str, body: dict[str, Any]) -> Any:
+        """POST a JSON body; the parsed answer (the request must succeed)."""
+        status, answer = self.post(
+            path, json.dumps(body).encode(), {"Content-Type": "application/json"}
+        )
+        assert status == 200, (status, answer)
+        return answer
+
     def paths_for(self, text: str) -> list[str]:
         return [hit["path"] for hit in self.query(text)["results"]]
 

@@ -73,6 +73,7 @@ def cli(ctx: click.Context, config_path: str | None, debug: bool) -> None:
     ragd status             what is indexed, failed, stale; whether the stores agree
     ragd eval GOLD.jsonl    measure retrieval (recall@k, MRR, nDCG, abstention)
     ragd serve              the daemon: watch, re-index on change, answer over HTTP
+    ragd mcp                search for LLM applications over MCP (stdio)
     """
     faults = ctx.obj if isinstance(ctx.obj, FaultPlan) else NO_FAULTS  # given by main()
     ctx.obj = _State(config_path, faults)
@@ -156,6 +157,20 @@ def index(state: _State, full: bool, as_json: bool) -> int:
     is_flag=True,
     help="Give each hit its whole section as context (bounded), for an LLM prompt.",
 )
+@click.option(
+    "--context",
+    "as_context",
+    is_flag=True,
+    help="Print one block for an LLM prompt: numbered, cited passages (each hit's section "
+    "where it fits --max-chars), stale ones noted, and a sentence when ragd abstains.",
+)
+@click.option(
+    "--max-chars",
+    type=click.IntRange(1, 200_000),
+    default=8000,
+    show_default=True,
+    help="With --context: the passages' characters in all.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_obj
 def query(
@@ -168,6 +183,8 @@ def query(
     path: str | None,
     exclude_stale: bool,
     expand: bool,
+    as_context: bool,
+    max_chars: int,
     as_json: bool,
 ) -> int:
     """Search the index for TEXT.
@@ -175,12 +192,14 @@ def query(
     Hits carry indexed_at and stale flags; a hybrid query whose evidence is weak says so
     (abstained): the documents may not answer it.
     """
+    from ragd.search.context import build_context
     from ragd.search.filters import QueryFilter
 
     runtime = state.runtime()
     filters = QueryFilter(sources, path)
     with runtime.readers() as stores:
-        response = runtime.searcher(stores).search(
+        searcher = runtime.searcher(stores)
+        response = searcher.search(
             text,
             k=k,
             mode=mode or runtime.config.search.mode,
@@ -189,7 +208,12 @@ def query(
             rerank=not no_rerank,
             filters=filters,
         )
-    if as_json:
+        context = build_context(response, searcher.parents.around, max_chars)
+    if as_context and as_json:
+        click.echo(json.dumps(context.to_json(), indent=2, ensure_ascii=False))
+    elif as_context:
+        click.echo(context.text)
+    elif as_json:
         click.echo(json.dumps(response.to_json(), indent=2, ensure_ascii=False))
     else:
         click.echo(query_text(response))
@@ -327,6 +351,34 @@ def serve(state: _State) -> int:
     configure_logging(runtime.config.daemon.log_format, runtime.config.daemon.log_level)
     with Daemon(runtime) as daemon:
         return daemon.serve()
+
+
+@cli.command(name="mcp")
+@click.pass_obj
+def mcp_command(state: _State) -> int:
+    """Serve search to an LLM application over MCP (the Model Context Protocol), on stdio.
+
+    \b
+    Tools: search, get_section, get_document, status. Read-only: it never writes the
+    stores, runs beside `ragd serve`, and reads the newest committed index on every call.
+    An MCP client starts it as: command "ragd", args ["--config", "/path/config.toml",
+    "mcp"]. `ragd serve` offers the same tools over HTTP at /mcp. Logs go to stderr.
+    """
+    from ragd.service.logs import configure_logging
+    from ragd.service.mcp import build_server
+    from ragd.service.readers import Readers
+
+    runtime = state.runtime()
+    configure_logging("json", runtime.config.daemon.log_level)  # stdout carries the protocol
+    readers = Readers(runtime, every_read=True)
+    try:
+        runtime.embedder.embed([])  # load the models before the client's first call
+        if runtime.second_stage is not None:
+            runtime.second_stage.load()
+        build_server(readers, lambda: runtime.status().to_json()).run("stdio")
+    finally:
+        readers.close()
+    return EXIT_OK
 
 
 # -- the one place errors become exit codes ------------------------------------------------

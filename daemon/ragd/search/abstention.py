@@ -26,7 +26,7 @@ setting for both (docs/retrieval.md gives the figures and what else was tried).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 NAMED_COVERAGE = 0.7
@@ -94,6 +94,22 @@ def margin(best: float, pool: Sequence[float]) -> float | None:
     middle = len(ordered) // 2
     median = ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
     return best - median
+
+
+def evidence(
+    covered: float,
+    unknown: tuple[str, ...],
+    best: str | None,
+    similarity: Mapping[str, float],
+) -> Evidence:
+    """The evidence of a query whose best hit is `best`, the re-scored candidates'
+    similarities being `similarity`."""
+    spread = (
+        margin(similarity[best], list(similarity.values()))
+        if best is not None and best in similarity
+        else None
+    )
+    return Evidence(coverage=covered, unknown=unknown, margin=spread)
 
 
 def is_weak(evidence: Evidence) -> bool:

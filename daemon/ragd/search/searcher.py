@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 
 from ragd.embedding import Embedder
 from ragd.errors import QueryRefused
-from ragd.search.abstention import Evidence, coverage, is_weak, margin, unknown_names
+from ragd.search.abstention import coverage, evidence, is_weak, unknown_names
 from ragd.search.filters import NO_FILTER, QueryFilter
 from ragd.search.fusion import (
     Fused,
@@ -27,9 +27,9 @@ from ragd.search.fusion import (
     rescore,
     second_stage_share,
 )
+from ragd.search.parents import ParentReader, section_around
 from ragd.search.results import MODES, Hit, Mode, SearchResponse
 from ragd.search.second_stage import QueryScorer, Rescorer
-from ragd.search.sections import section_text
 from ragd.search.staleness import SourcePolicy, stale_reasons
 from ragd.stores.keywords import IDENTIFIER_WEIGHT, TITLE_WEIGHT, KeywordStore
 from ragd.stores.manifest_reader import ManifestReader
@@ -136,6 +136,7 @@ class Searcher:
         self.settings = settings or SearchSettings()
         self.second = second
         self.is_word = is_word
+        self.parents = ParentReader(manifest, self.flag)  # sections and documents by id
 
     def encode(self, text: str, *, mode: Mode = "hybrid", rerank: bool = True) -> EncodedQuery:
         """The query cleaned (QueryRefused if it cannot be) and its vectors for `mode`."""
@@ -195,9 +196,23 @@ class Searcher:
         raw = None if mode == "hybrid" else {i: s for hits in found.values() for i, s in hits}
         self._collect(response, ranked, raw, limit, exclude_stale)
         if expand:
-            response.hits = [replace(h, context=self._section(h.chunk)) for h in response.hits]
+            budget = self.settings.max_context_chars
+            response.hits = [
+                replace(h, context=section_around(self.manifest, h.chunk, budget).text)
+                for h in response.hits
+            ]
         response.abstained = not response.hits or (
-            mode == "hybrid" and is_weak(self._evidence(terms, covered, response, similarity))
+            mode == "hybrid"
+            and is_weak(
+                evidence(
+                    covered,
+                    unknown_names(terms, self.keywords.in_corpus, self.is_word)
+                    if self.is_word is not None
+                    else (),
+                    response.hits[0].chunk.chunk_id if response.hits else None,
+                    similarity,
+                )
+            )
         )
         return response
 
@@ -344,30 +359,24 @@ class Searcher:
         if exclude_stale:
             response.excluded_stale = excluded
 
+    def flag(self, document: DocumentRecord) -> tuple[str, ...]:
+        """The document's stale reasons now."""
+        pending = document.doc_id in self.manifest.pending_doc_ids()
+        reasons = stale_reasons(
+            document,
+            policy=self.policies.get(document.source),
+            fingerprint=self.fingerprint,
+            now=datetime.now(UTC),
+            pending=pending,
+        )
+        return tuple(reasons)
+
     # -- evidence -------------------------------------------------------------------------
 
     def _coverage(self, terms: list[str], bm25: list[tuple[str, float]]) -> float:
         """How much of the query the best BM25 hit covers (ragd.search.abstention)."""
         documents, frequencies = self.keywords.document_frequencies(terms)
         return coverage(bm25[0][1] if bm25 else 0.0, documents, frequencies)
-
-    def _evidence(
-        self,
-        terms: list[str],
-        covered: float,
-        response: SearchResponse,
-        similarity: dict[str, float],
-    ) -> Evidence:
-        unknown: tuple[str, ...] = ()
-        if self.is_word is not None:
-            unknown = unknown_names(terms, self.keywords.in_corpus, self.is_word)
-        best = response.hits[0].chunk.chunk_id if response.hits else None
-        spread = (
-            margin(similarity[best], list(similarity.values()))
-            if best is not None and best in similarity
-            else None
-        )
-        return Evidence(coverage=covered, unknown=unknown, margin=spread)
 
     # -- helpers --------------------------------------------------------------------------
 
@@ -381,26 +390,6 @@ class Searcher:
                 f"unknown source {unknown[0]!r}",
                 hint="the sources are " + (", ".join(sorted(known)) or "none yet"),
             )
-
-    def _section(self, chunk: ChunkRecord) -> str:
-        """The hit's section: the run of consecutive chunks around it with its heading path.
-
-        Consecutive, because two sections of one document can share a heading path (two
-        "Example" subsections) and must not be merged.
-        """
-        same = {
-            c.ordinal: c.text
-            for c in self.manifest.chunks_of(chunk.doc_id)
-            if c.heading_path == chunk.heading_path
-        }
-        same.setdefault(chunk.ordinal, chunk.text)
-        first = last = chunk.ordinal
-        while first - 1 in same:
-            first -= 1
-        while last + 1 in same:
-            last += 1
-        texts = [same[o] for o in range(first, last + 1)]
-        return section_text(texts, chunk.ordinal - first, self.settings.max_context_chars)
 
     def _committed(self, fused: list[Fused], page: int) -> Iterator[tuple[Fused, ChunkRecord]]:
         """The fused items the manifest lists, in order, read a page at a time.

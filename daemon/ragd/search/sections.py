@@ -27,12 +27,9 @@ def _overlap(previous: str, following: str) -> int:
     return 0
 
 
-def section_text(windows: Sequence[str], hit: int, max_chars: int) -> str:
-    """The section made of `windows` (in order), at most `max_chars`, around window `hit`.
-
-    When the section is longer than `max_chars`, the text kept is a slice that contains
-    the hit's window (or starts with it, if the window alone is longer).
-    """
+def joined(windows: Sequence[str]) -> tuple[str, list[int]]:
+    """The section made of `windows` (in order, the overlap each repeats dropped), and
+    where each window starts in it."""
     pieces: list[str] = []
     starts: list[int] = []
     length = 0
@@ -42,7 +39,16 @@ def section_text(windows: Sequence[str], hit: int, max_chars: int) -> str:
         starts.append(length + (len(SEPARATOR) if not cut and index else 0))
         pieces.append(piece)
         length += len(piece)
-    whole = "".join(pieces)
+    return "".join(pieces), starts
+
+
+def section_text(windows: Sequence[str], hit: int, max_chars: int) -> str:
+    """The section made of `windows` (in order), at most `max_chars`, around window `hit`.
+
+    When the section is longer than `max_chars`, the text kept is a slice that contains
+    the hit's window (or starts with it, if the window alone is longer).
+    """
+    whole, starts = joined(windows)
     if len(whole) <= max_chars:
         return whole
     start = starts[hit]

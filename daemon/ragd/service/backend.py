@@ -1,15 +1,14 @@
 """What the HTTP API of `ragd serve` answers from: queries, status, webhooks and metrics.
 
-Owns the daemon's read side: long-lived read-only store handles for queries (refreshed
-after each commit), the status report with the daemon's own section, the webhook intake
-hand-off, and the scrape-time snapshot behind /metrics. It implements the `Backend` of
+Owns what the daemon answers besides its readers' queries (ragd.service.readers): the
+status report with the daemon's own section, the webhook intake hand-off, and the
+scrape-time snapshot behind /metrics. It implements the `Backend` of
 `ragd.service.http_api` over the parts the lifecycle (`ragd.service.daemon`) builds.
 """
 
 from __future__ import annotations
 
 import os
-import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -17,10 +16,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ragd.search.results import QueryRequest
-from ragd.search.searcher import Searcher, SearchResponse
 from ragd.search.status import StatusReport
 from ragd.service.logs import get_logger
 from ragd.service.metrics import Metrics, Snapshot
+from ragd.service.readers import Readers
 from ragd.service.runtime import Runtime
 from ragd.service.scheduler import Scheduler
 from ragd.service.second_stage_filler import SecondStageFiller
@@ -28,7 +27,6 @@ from ragd.service.webhook_intake import WebhookIntake
 from ragd.service.writer import Writer
 from ragd.sources.watcher import Watcher
 from ragd.stores.jobs import JobQueue
-from ragd.stores.manifest_reader import ManifestReader
 from ragd.stores.records import parse_time
 
 log = get_logger("ragd.service")
@@ -36,55 +34,6 @@ log = get_logger("ragd.service")
 # A status read that disagrees while the writer is busy is retried this often, this far apart.
 STATUS_RECHECKS = 3
 STATUS_RECHECK_PAUSE = 0.25
-
-
-class Readers:
-    """Long-lived read-only store handles for queries; refreshed after each commit."""
-
-    def __init__(self, runtime: Runtime) -> None:
-        self.manifest = ManifestReader.open(runtime.data_dir.manifest)
-        self.stores = runtime.open_readers(self.manifest, ids_in_memory=True)
-        self.vectors = self.stores.vectors
-        self.keywords = self.stores.keywords
-        self.searcher: Searcher = runtime.searcher(self.stores)
-        self.lock = threading.Lock()
-        self._seen = self._generation = 0
-        self._second_seen = self._second_generation = 0
-
-    def committed(self) -> None:
-        """The writer committed: the next query refreshes the handles first."""
-        self._generation += 1
-
-    def second_stage_written(self) -> None:
-        """Second-stage vectors were written: the next query refreshes that table only."""
-        self._second_generation += 1
-
-    def search(self, request: QueryRequest) -> SearchResponse:
-        """Run one query. The models encode it first, on the caller's thread; the search is
-        serialised (queries share one SQLite connection)."""
-        encoded = self.searcher.encode(
-            request.query, mode=request.mode or "hybrid", rerank=request.rerank
-        )
-        with self.lock:
-            if self._seen != self._generation:
-                self._seen = self._generation
-                self.vectors.refresh()
-                self.keywords.refresh()
-                self._second_seen = -1  # a commit may have written it too
-            if self._second_seen != self._second_generation and self.stores.second is not None:
-                self._second_seen = self._second_generation
-                self.stores.second.refresh()
-            return self.searcher.search(
-                encoded,
-                k=request.k,
-                exclude_stale=request.exclude_stale,
-                expand=request.expand,
-                filters=request.filters,
-            )
-
-    def close(self) -> None:
-        """Close the manifest connection."""
-        self.manifest.close()
 
 
 @dataclass
@@ -115,6 +64,9 @@ class ServiceBackend:
         result = self.readers.search(chosen).to_json()
         self.metrics.query_seconds.labels(mode=chosen.mode).observe(time.perf_counter() - started)
         return result
+
+    def context(self, request: QueryRequest, max_chars: int) -> Any:
+        return self.readers.context(request, max_chars).to_json()
 
     def status(self) -> dict[str, object]:
         # The daemon's counters first: the report, read after them, then holds at least

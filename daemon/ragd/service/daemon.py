@@ -22,11 +22,14 @@ from types import TracebackType
 
 from ragd.indexing.indexer import Indexer
 from ragd.indexing.passes import compact_vectors
-from ragd.service.backend import Readers, ServiceBackend
+from ragd.service.backend import ServiceBackend
 from ragd.service.http_api import create_app
 from ragd.service.http_server import HttpServer
 from ragd.service.logs import get_logger
+from ragd.service.mcp import build_server
+from ragd.service.mcp_http import TOKEN_ENV, is_loopback, mcp_endpoint
 from ragd.service.notify import Notifier
+from ragd.service.readers import Readers
 from ragd.service.runtime import Runtime
 from ragd.service.scheduler import Scheduler
 from ragd.service.second_stage_filler import SecondStageFiller
@@ -116,7 +119,17 @@ class Daemon:
                 started=self.started,
             )
             http = config.http
-            self.http = HttpServer(create_app(backend), http.host, http.port, listen=http.listen)
+            mcp = mcp_endpoint(
+                build_server(self.readers, backend.status),
+                host=http.host,
+                port=http.port,
+                max_body_bytes=http.max_body_bytes,
+                environ=os.environ,
+            )
+            if not is_loopback(http.host) and TOKEN_ENV not in os.environ:
+                log.warning("mcp_refused_off_loopback", hint=f"set {TOKEN_ENV} to use /mcp")
+            app = create_app(backend, mcp)
+            self.http = HttpServer(app, http.host, http.port, listen=http.listen)
             self._resources.callback(self.http.close)
         except BaseException:
             self._resources.close()

@@ -8,7 +8,8 @@ is the backend's business (see `ragd.service.daemon`). Every error is a JSON obj
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -20,8 +21,11 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ragd.errors import RagdError, UsageError
+from ragd.search.context import DEFAULT_CONTEXT_CHARS
 from ragd.search.filters import QueryFilter
 from ragd.search.results import MODES, QueryRequest
+from ragd.service.mcp_http import PATH as MCP_PATH
+from ragd.service.mcp_http import McpEndpoint
 from ragd.service.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 
 OPENAPI = Path(__file__).with_name("openapi.json")
@@ -37,6 +41,10 @@ class Backend(Protocol):
 
     def search(self, request: QueryRequest) -> Any:
         """Run a query; returns the query contract's JSON object."""
+        ...
+
+    def context(self, request: QueryRequest, max_chars: int) -> Any:
+        """A query's prompt-ready context (ragd.search.context) as JSON."""
         ...
 
     def status(self) -> dict[str, object]:
@@ -121,9 +129,10 @@ def _flag(payload: Mapping[str, Any], name: str, default: bool) -> bool:
     return value
 
 
-def _query_request(payload: Mapping[str, Any]) -> QueryRequest:
-    """The body of POST /v1/query as a request; 400 naming the first bad field."""
-    unknown = set(payload) - _QUERY_FIELDS
+def _query_request(payload: Mapping[str, Any], extra: frozenset[str] = frozenset()) -> QueryRequest:
+    """The body of POST /v1/query as a request; 400 naming the first bad field. `extra`
+    names fields another endpoint reads besides."""
+    unknown = set(payload) - _QUERY_FIELDS - extra
     if unknown:
         raise HTTPException(400, f"unknown field(s): {', '.join(sorted(unknown))}")
     query = payload.get("query")
@@ -175,6 +184,20 @@ class _Endpoints:
             return _error(503, str(exc))
         return JSONResponse(result)
 
+    async def context(self, request: Request) -> Response:
+        payload = _json_object(await read_body(request, self.backend.max_body_bytes))
+        query = _query_request(payload, frozenset({"max_chars"}))
+        max_chars = payload.get("max_chars", DEFAULT_CONTEXT_CHARS)
+        if isinstance(max_chars, bool) or not isinstance(max_chars, int):
+            raise HTTPException(400, "'max_chars' must be an integer")
+        try:
+            result = await run_in_threadpool(self.backend.context, query, max_chars)
+        except UsageError as exc:
+            return _error(400, str(exc))
+        except RagdError as exc:
+            return _error(503, str(exc))
+        return JSONResponse(result)
+
     async def status(self, request: Request) -> Response:
         try:
             return JSONResponse(await run_in_threadpool(self.backend.status))
@@ -217,17 +240,30 @@ async def _server_error(request: Request, exc: Exception) -> Response:
     return _error(500, f"internal error: {type(exc).__name__}")
 
 
-def create_app(backend: Backend) -> Starlette:
-    """The ASGI application for a backend."""
+def create_app(backend: Backend, mcp: McpEndpoint | None = None) -> Starlette:
+    """The ASGI application for a backend, with the MCP server at /mcp when given (its
+    sessions run for as long as the application's lifespan)."""
     api = _Endpoints(backend)
+    routes = [
+        Route("/healthz", api.healthz, methods=["GET"]),
+        Route("/v1/query", api.query, methods=["POST"]),
+        Route("/v1/context", api.context, methods=["POST"]),
+        Route("/v1/status", api.status, methods=["GET"]),
+        Route("/v1/webhooks/{source}", api.webhook, methods=["POST"]),
+        Route("/metrics", api.metrics, methods=["GET"]),
+        Route("/openapi.json", api.openapi, methods=["GET"]),
+    ]
+    lifespan = None
+    if mcp is not None:
+        routes.append(Route(MCP_PATH, mcp.app, methods=["GET", "POST", "DELETE"]))
+
+        @asynccontextmanager
+        async def lifespan(app: Starlette) -> AsyncIterator[None]:
+            async with mcp.lifespan():
+                yield
+
     return Starlette(
-        routes=[
-            Route("/healthz", api.healthz, methods=["GET"]),
-            Route("/v1/query", api.query, methods=["POST"]),
-            Route("/v1/status", api.status, methods=["GET"]),
-            Route("/v1/webhooks/{source}", api.webhook, methods=["POST"]),
-            Route("/metrics", api.metrics, methods=["GET"]),
-            Route("/openapi.json", api.openapi, methods=["GET"]),
-        ],
+        routes=routes,
         exception_handlers={HTTPException: _http_error, Exception: _server_error},
+        lifespan=lifespan,
     )

@@ -43,7 +43,7 @@ class HttpServer:
             app,
             log_config=None,
             access_log=False,
-            lifespan="off",
+            lifespan="on",  # the MCP server's sessions run within it
             timeout_graceful_shutdown=GRACEFUL_SECONDS,
         )
         self._server = uvicorn.Server(config)

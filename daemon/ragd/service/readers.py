@@ -1,0 +1,100 @@
+"""The read side of a running ragd: long-lived read-only store handles, kept current.
+
+Owns the handles queries, prompt contexts and section or document lookups go through in
+`ragd serve` (its HTTP API and /mcp) and in `ragd mcp`: opened once, refreshed to the
+newest committed version before a read that follows a commit (the daemon's writer says
+when), or before every read (`ragd mcp`, beside a writer in another process, which says
+nothing). A query's models run before the lock; everything that touches the shared SQLite
+connection is serialised.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from ragd.search.context import Context, build_context, check_budget
+from ragd.search.parents import ParentHit
+from ragd.search.results import QueryRequest, SearchResponse
+from ragd.search.searcher import EncodedQuery, Searcher
+from ragd.service.runtime import Runtime
+from ragd.stores.manifest_reader import ManifestReader
+
+
+class Readers:
+    """Read-only handles on the stores; `every_read` refreshes them before each read."""
+
+    def __init__(self, runtime: Runtime, *, every_read: bool = False) -> None:
+        self.config = runtime.config
+        self.manifest = ManifestReader.open(runtime.data_dir.manifest)
+        self.stores = runtime.open_readers(self.manifest, ids_in_memory=True)
+        self.vectors = self.stores.vectors
+        self.keywords = self.stores.keywords
+        self.searcher: Searcher = runtime.searcher(self.stores)
+        self.lock = threading.Lock()
+        self._every_read = every_read
+        self._seen = self._generation = 0
+        self._second_seen = self._second_generation = 0
+
+    def committed(self) -> None:
+        """The writer committed: the next read refreshes the handles first."""
+        self._generation += 1
+
+    def second_stage_written(self) -> None:
+        """Second-stage vectors were written: the next read refreshes that table only."""
+        self._second_generation += 1
+
+    def _refresh(self) -> None:
+        """Bring the handles to the newest commit if one may have come (under the lock)."""
+        if self._every_read or self._seen != self._generation:
+            self._seen = self._generation
+            self.vectors.refresh()
+            self.keywords.refresh()
+            self._second_seen = -1  # a commit may have written it too
+        if self._second_seen != self._second_generation and self.stores.second is not None:
+            self._second_seen = self._second_generation
+            self.stores.second.refresh()
+
+    def _encode(self, request: QueryRequest) -> EncodedQuery:
+        mode = request.mode or self.config.search.mode
+        return self.searcher.encode(request.query, mode=mode, rerank=request.rerank)
+
+    def search(self, request: QueryRequest) -> SearchResponse:
+        """Run one query."""
+        encoded = self._encode(request)
+        with self.lock:
+            self._refresh()
+            return self._search(encoded, request)
+
+    def context(self, request: QueryRequest, max_chars: int) -> Context:
+        """One query's hits as prompt-ready, cited passages (ragd.search.context)."""
+        check_budget(max_chars)
+        encoded = self._encode(request)
+        with self.lock:
+            self._refresh()
+            response = self._search(encoded, request)
+            return build_context(response, self.searcher.parents.around, max_chars)
+
+    def section(self, chunk_id: str, max_chars: int) -> ParentHit | None:
+        """The whole section around a chunk, at most `max_chars`; None for an unknown id."""
+        with self.lock:
+            self._refresh()
+            return self.searcher.parents.section(chunk_id, max_chars)
+
+    def document(self, doc_id: str, max_chars: int) -> ParentHit | None:
+        """A whole document, its first `max_chars`; None for an unknown (or empty) one."""
+        with self.lock:
+            self._refresh()
+            return self.searcher.parents.document(doc_id, max_chars)
+
+    def _search(self, encoded: EncodedQuery, request: QueryRequest) -> SearchResponse:
+        return self.searcher.search(
+            encoded,
+            k=request.k,
+            exclude_stale=request.exclude_stale,
+            expand=request.expand,
+            filters=request.filters,
+        )
+
+    def close(self) -> None:
+        """Close the manifest connection."""
+        self.manifest.close()

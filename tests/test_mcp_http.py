@@ -1,0 +1,66 @@
+"""The gates in front of /mcp: a bearer token when one is set, and always off loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import MutableMapping
+from typing import Any
+
+import pytest
+
+from ragd.service.mcp_http import TOKEN_ENV, _Gate, is_loopback
+
+
+async def _inner(scope: Any, receive: Any, send: Any) -> None:
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    await send({"type": "http.response.body", "body": b"through"})
+
+
+def _call(gate: _Gate, headers: dict[bytes, bytes]) -> tuple[int, bytes]:
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        sent.append(dict(message))
+
+    scope = {"type": "http", "method": "POST", "path": "/mcp", "headers": list(headers.items())}
+    asyncio.run(gate(scope, receive, send))
+    return sent[0]["status"], sent[1]["body"]
+
+
+def test_without_a_token_loopback_requests_pass() -> None:
+    assert _call(_Gate(_inner, None, required=False), {}) == (200, b"through")
+
+
+def test_off_loopback_without_a_token_every_request_is_refused_saying_why() -> None:
+    status, body = _call(_Gate(_inner, None, required=True), {})
+
+    assert status == 401
+    assert TOKEN_ENV in json.loads(body)["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("header", "status"),
+    [(b"Bearer s3cret", 200), (b"Bearer wrong", 401), (b"s3cret", 401), (None, 401)],
+)
+def test_with_a_token_only_its_bearer_passes(header: bytes | None, status: int) -> None:
+    headers = {} if header is None else {b"authorization": header}
+
+    assert _call(_Gate(_inner, "s3cret", required=True), headers)[0] == status
+
+
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [
+        ("127.0.0.1", True),
+        ("::1", True),
+        ("localhost", True),
+        ("0.0.0.0", False),
+        ("10.0.0.5", False),
+    ],
+)
+def test_loopback_addresses_are_told_apart(host: str, loopback: bool) -> None:
+    assert is_loopback(host) is loopback
