@@ -68,13 +68,44 @@ def test_a_section_too_big_for_the_budget_gives_way_to_the_hits_own_chunk() -> N
     assert (context.passages[0].first, context.passages[0].last) == (3, 3)
 
 
-def test_the_context_ends_where_the_budget_does() -> None:
+def test_neighbouring_chunks_of_a_section_too_big_merge_with_their_overlap_once() -> None:
+    hits = [
+        _hit(1, C, 2, "second window, then the shared end"),
+        _hit(2, C, 1, "the first window ends on second window, then"),
+    ]
+
+    context = build_context(SearchResponse("q", "hybrid", hits), _parent, 1000)
+
+    assert len(context.passages) == 1
+    passage = context.passages[0]
+    assert passage.text == "the first window ends on second window, then the shared end"
+    assert (passage.first, passage.last) == (1, 2)
+    assert passage.chunk_ids == ["c.md#2", "c.md#1"]
+
+
+def test_chunks_of_a_section_too_big_that_are_not_neighbours_stay_apart() -> None:
+    hits = [_hit(1, C, 1, "one chunk"), _hit(2, C, 4, "another chunk")]
+
+    context = build_context(SearchResponse("q", "hybrid", hits), _parent, 1000)
+
+    assert [(p.first, p.last) for p in context.passages] == [(1, 1), (4, 4)]
+
+
+def test_the_passages_never_exceed_the_budget() -> None:
     response = SearchResponse("q", "hybrid", [_hit(1, A, 0, "A0"), _hit(2, C, 1, "C" * 50)])
 
     context = build_context(response, _parent, 40)
 
     assert [p.doc_id for p in context.passages] == ["a.md"]
     assert sum(len(p.text) for p in context.passages) <= 40
+
+
+def test_a_hit_too_big_for_what_is_left_gives_way_to_a_smaller_one_below_it() -> None:
+    hits = [_hit(1, C, 1, "C" * 50), _hit(2, B, 0, "B0")]
+
+    context = build_context(SearchResponse("q", "hybrid", hits), _parent, 20)
+
+    assert [p.doc_id for p in context.passages] == ["b.md"]
 
 
 def test_a_stale_passage_carries_a_plain_note() -> None:

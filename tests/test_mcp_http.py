@@ -38,18 +38,41 @@ def test_without_a_token_loopback_requests_pass() -> None:
 def test_off_loopback_without_a_token_every_request_is_refused_saying_why() -> None:
     status, body = _call(_Gate(_inner, None, required=True), {})
 
-    assert status == 401
+    assert status == 403
     assert TOKEN_ENV in json.loads(body)["error"]["message"]
 
 
 @pytest.mark.parametrize(
     ("header", "status"),
-    [(b"Bearer s3cret", 200), (b"Bearer wrong", 401), (b"s3cret", 401), (None, 401)],
+    [
+        (b"Bearer s3cret", 200),
+        (b"bearer s3cret", 200),
+        (b"Bearer wrong", 401),
+        (b"Bearer s3cret2", 401),
+        (b"Basic s3cret", 401),
+        (b"s3cret", 401),
+        (None, 401),
+    ],
 )
 def test_with_a_token_only_its_bearer_passes(header: bytes | None, status: int) -> None:
     headers = {} if header is None else {b"authorization": header}
 
     assert _call(_Gate(_inner, "s3cret", required=True), headers)[0] == status
+
+
+def test_a_websocket_without_the_token_is_closed() -> None:
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        sent.append(dict(message))
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "websocket.connect"}
+
+    scope = {"type": "websocket", "path": "/mcp", "headers": []}
+    asyncio.run(_Gate(_inner, "s3cret", required=False)(scope, receive, send))
+
+    assert [m["type"] for m in sent] == ["websocket.close"]
 
 
 @pytest.mark.parametrize(

@@ -169,7 +169,8 @@ def index(state: _State, full: bool, as_json: bool) -> int:
     type=click.IntRange(1, 200_000),
     default=8000,
     show_default=True,
-    help="With --context: the passages' characters in all.",
+    help="With --context: the characters of the passages' texts in all (their citations "
+    "and notes come on top).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_obj
@@ -204,15 +205,16 @@ def query(
             k=k,
             mode=mode or runtime.config.search.mode,
             exclude_stale=exclude_stale,
-            expand=expand,
+            expand=expand and not as_context,  # the context builds its sections itself
             rerank=not no_rerank,
             filters=filters,
         )
-        context = build_context(response, searcher.parents.around, max_chars)
-    if as_context and as_json:
-        click.echo(json.dumps(context.to_json(), indent=2, ensure_ascii=False))
-    elif as_context:
-        click.echo(context.text)
+        context = (
+            build_context(response, searcher.parents.around, max_chars) if as_context else None
+        )
+    if context is not None:
+        body = context.to_json() if as_json else context.text
+        click.echo(json.dumps(body, indent=2, ensure_ascii=False) if as_json else body)
     elif as_json:
         click.echo(json.dumps(response.to_json(), indent=2, ensure_ascii=False))
     else:
@@ -339,7 +341,9 @@ def serve(state: _State) -> int:
     unclean stop is reconciled). Then file changes are indexed as they happen (searchable
     at once; their second-stage vectors follow in the background), a full rescan runs
     every schedule.rescan_interval, and the HTTP API answers on [http] listen:
-      GET /healthz, POST /v1/query, GET /v1/status
+      GET /healthz, POST /v1/query, POST /v1/context, GET /v1/status,
+      POST /v1/webhooks/<source>, GET /metrics, GET /openapi.json,
+      /mcp (MCP over Streamable HTTP)
     SIGTERM or SIGINT stops gracefully; a second signal exits at once. Logs go to stderr,
     JSON lines unless stderr is a terminal (see daemon.log_format).
     """

@@ -1,11 +1,11 @@
 """Prompt-ready context: a query's hits as one block of numbered, cited passages.
 
 Owns what an LLM application pastes into its prompt: each hit's parent section where it
-fits the character budget (else its own chunk), passages of one document whose chunks
-overlap merged into one citation, a plain note on every stale passage, and, when ragd
-abstained, a sentence saying the documents may not answer the question. The JSON carries
-the same passages under the same citation numbers. Pure: the parents come from a caller's
-function (ragd.search.parents).
+fits the character budget (else its own chunk, joined to its taken neighbours with the
+overlap written once), hits inside one passage cited once, a plain note on every stale
+passage, and, when ragd abstained, a sentence saying the documents may not answer the
+question. The JSON carries the same passages under the same citation numbers. Pure: the
+parents come from a caller's function (ragd.search.parents).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from ragd.errors import QueryRefused
 from ragd.search.parents import Parent
 from ragd.search.results import SearchResponse
+from ragd.search.sections import joined
 from ragd.stores.records import ChunkRecord
 
 # About 2,000 tokens of English: room for several sections in a small model's prompt.
@@ -35,7 +36,7 @@ STALE_NOTES = {
 }
 
 ParentOf = Callable[[ChunkRecord, int], Parent]
-"""A chunk's parent section, within a character budget (`Searcher.parent`)."""
+"""A chunk's section, within a character budget (`ParentReader.around`)."""
 
 
 def check_budget(max_chars: int) -> int:
@@ -125,45 +126,42 @@ class Context:
 
 def build_context(response: SearchResponse, parent_of: ParentOf, max_chars: int) -> Context:
     """The passages of `response`'s hits in rank order, their texts at most `max_chars`
-    together: a hit's whole section when it fits what is left, else its own chunk when
-    that fits, else the context ends there. A hit inside a passage already taken (the same
-    document, overlapping chunks) adds its chunk to that passage's citation."""
+    together (citations and notes come on top): a hit's whole section when it fits what
+    is left, else its own chunk when that fits, else nothing of it. A hit inside a
+    passage already taken adds its chunk to that passage's citation; a chunk next to one
+    taken from the same section joins it, the overlap the two windows share written once.
+
+    A section that did not fit once fits no later hit either (what is left only
+    shrinks), so a passage is a whole section or a run of its chunks, and two never
+    overlap."""
     context = Context(response.query, response.abstained, max_chars)
     left = max_chars
     for hit in response.hits:
         chunk, doc = hit.chunk, hit.document
-        taken = next(
-            (
-                p
-                for p in context.passages
-                if p.doc_id == doc.doc_id and p.first <= chunk.ordinal <= p.last
-            ),
-            None,
-        )
+        mine = [p for p in context.passages if p.doc_id == doc.doc_id]
+        taken = next((p for p in mine if p.first <= chunk.ordinal <= p.last), None)
         if taken is not None:
             taken.chunk_ids.append(chunk.chunk_id)
             continue
         section = parent_of(chunk, left)
         if not section.truncated:
             first, last, text = section.first, section.last, section.text
-        elif len(chunk.text) <= left:
-            first, last, text = chunk.ordinal, chunk.ordinal, chunk.text
         else:
-            break
-        merged = next(
-            (
-                p
-                for p in context.passages
-                if p.doc_id == doc.doc_id and first <= p.last and p.first <= last
-            ),
-            None,
-        )
-        if merged is not None:  # a section around a chunk an earlier passage holds alone
-            left += len(merged.text) - len(text)
-            merged.first, merged.last, merged.text = first, last, text
-            merged.heading_path = chunk.heading_path
-            merged.chunk_ids.append(chunk.chunk_id)
-            continue
+            run = next(
+                (
+                    p
+                    for p in mine
+                    if section.first <= p.first <= p.last <= section.last
+                    and p.first - 1 <= chunk.ordinal <= p.last + 1
+                ),
+                None,
+            )
+            if run is not None:
+                left -= _extend(run, chunk, left)
+                continue
+            if len(chunk.text) > left:
+                continue  # a shorter chunk further down may still fit
+            first, last, text = chunk.ordinal, chunk.ordinal, chunk.text
         left -= len(text)
         context.passages.append(
             Passage(
@@ -181,3 +179,17 @@ def build_context(response: SearchResponse, parent_of: ParentOf, max_chars: int)
             )
         )
     return context
+
+
+def _extend(run: Passage, chunk: ChunkRecord, left: int) -> int:
+    """Join `chunk` to the run of its neighbours `run` if the characters it adds fit in
+    `left`; returns how many it added (0 if it did not fit)."""
+    after = chunk.ordinal > run.last
+    text, _ = joined([run.text, chunk.text] if after else [chunk.text, run.text])
+    added = len(text) - len(run.text)
+    if added > left:
+        return 0
+    run.text = text
+    run.first, run.last = min(run.first, chunk.ordinal), max(run.last, chunk.ordinal)
+    run.chunk_ids.append(chunk.chunk_id)
+    return added

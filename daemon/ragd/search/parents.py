@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import groupby
 
-from ragd.search.sections import SEPARATOR, joined, section_text
+from ragd.search.sections import SEPARATOR, around, joined
 from ragd.stores.manifest_reader import ManifestReader
 from ragd.stores.records import ChunkRecord, DocumentRecord
 
@@ -47,8 +47,9 @@ def section_around(manifest: ManifestReader, chunk: ChunkRecord, max_chars: int)
     while last + 1 in same:
         last += 1
     windows = [same[o] for o in range(first, last + 1)]
-    whole, _ = joined(windows)
-    text = section_text(windows, chunk.ordinal - first, max_chars)
+    whole, starts = joined(windows)
+    start = starts[chunk.ordinal - first]
+    text = around(whole, start, start + len(same[chunk.ordinal]), max_chars)
     return Parent(
         chunk.doc_id, chunk.heading_path, first, last, text, len(whole), len(text) < len(whole)
     )

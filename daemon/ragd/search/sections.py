@@ -36,23 +36,17 @@ def joined(windows: Sequence[str]) -> tuple[str, list[int]]:
     for index, window in enumerate(windows):
         cut = _overlap(windows[index - 1], window) if index else 0
         piece = window[cut:] if cut else (SEPARATOR + window if index else window)
-        starts.append(length + (len(SEPARATOR) if not cut and index else 0))
+        # A window's repeated start is already in the section, ending where it goes on.
+        starts.append(length - cut if cut else length + len(piece) - len(window))
         pieces.append(piece)
         length += len(piece)
     return "".join(pieces), starts
 
 
-def section_text(windows: Sequence[str], hit: int, max_chars: int) -> str:
-    """The section made of `windows` (in order), at most `max_chars`, around window `hit`.
-
-    When the section is longer than `max_chars`, the text kept is a slice that contains
-    the hit's window (or starts with it, if the window alone is longer).
-    """
-    whole, starts = joined(windows)
+def around(whole: str, start: int, end: int, max_chars: int) -> str:
+    """`whole` if it has at most `max_chars`, else the slice of `max_chars` centred on
+    whole[start:end] and clamped to `whole` (inside the span, when it is the longer)."""
     if len(whole) <= max_chars:
         return whole
-    start = starts[hit]
-    end = start + len(windows[hit])
-    # Centre the hit's window in the budget, then clamp to the section.
     begin = max(0, min(start - (max_chars - (end - start)) // 2, len(whole) - max_chars))
     return whole[begin : begin + max_chars]

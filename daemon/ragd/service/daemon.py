@@ -126,7 +126,7 @@ class Daemon:
                 max_body_bytes=http.max_body_bytes,
                 environ=os.environ,
             )
-            if not is_loopback(http.host) and TOKEN_ENV not in os.environ:
+            if not is_loopback(http.host) and not os.environ.get(TOKEN_ENV):
                 log.warning("mcp_refused_off_loopback", hint=f"set {TOKEN_ENV} to use /mcp")
             app = create_app(backend, mcp)
             self.http = HttpServer(app, http.host, http.port, listen=http.listen)
@@ -160,9 +160,9 @@ class Daemon:
 
     def serve(self) -> int:
         """Run until told to stop; returns the exit code."""
+        self.http.start()  # first: nothing else has started if it cannot
         self.watcher.start()
         self.queue.enqueue("scan")
-        self.http.start()
         self.writer.start()
         if self.filler is not None:
             self.filler.start()

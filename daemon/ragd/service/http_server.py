@@ -7,8 +7,10 @@ thread uvicorn leaves signals alone: the daemon's lifecycle handles them.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
+import time
 
 import uvicorn
 from starlette.applications import Starlette
@@ -17,6 +19,8 @@ from ragd.errors import RagdError
 
 # Seconds uvicorn gives open connections to finish once told to stop.
 GRACEFUL_SECONDS = 2
+# Seconds uvicorn may take to run the app's start-up (the MCP session manager's).
+STARTUP_SECONDS = 30
 
 
 class HttpServer:
@@ -48,16 +52,30 @@ class HttpServer:
         )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(
-            target=self._server.run,
-            kwargs={"sockets": [self._socket]},
+            target=self._run,
             name="ragd-http",
             daemon=True,
         )
 
+    def _run(self) -> None:
+        # SystemExit is uvicorn's word for a failed start-up, which `start` reports.
+        with contextlib.suppress(SystemExit):
+            self._server.run(sockets=[self._socket])
+
     def start(self) -> None:
-        """Serve on a thread of its own; connections made before it serves wait in the
-        socket's backlog."""
+        """Serve on a thread of its own, returning once uvicorn serves; RagdError if its
+        start-up failed (uvicorn has logged why)."""
         self._thread.start()
+        deadline = time.monotonic() + STARTUP_SECONDS
+        while not self._server.started and self._thread.is_alive():
+            if time.monotonic() > deadline:
+                self._server.should_exit = True
+                break
+            time.sleep(0.01)
+        if not self._server.started:
+            raise RagdError(
+                "the HTTP server did not start", hint="see the log lines before this one"
+            )
 
     def begin_stop(self) -> None:
         """Ask uvicorn to stop: it closes the socket to new connections and finishes the

@@ -9,8 +9,10 @@ as readable text:
   by id, bounded by a character budget ("embed small, return the parent");
 - `status`: the freshness summary per source.
 
-Every tool reads through `ragd.service.readers`, which brings its handles to the newest
-commit before it reads, so a session never serves an index its writer has moved past.
+`search` reads through `ragd.service.readers`, which brings its handles to the newest
+commit before it reads, so a session never serves an index its writer has moved past;
+sections and documents come from the manifest, whose every read is current; `status` is
+the daemon's (or `ragd status`'s) report.
 `ragd mcp` serves these tools over stdio; `ragd serve` over Streamable HTTP at /mcp
 (ragd.service.mcp_http). Errors a client causes (an unknown id, a refused query) come
 back as tool errors with one line saying why; the server goes on.
@@ -84,6 +86,8 @@ class SearchResult(BaseModel):
 class ParentResult(Freshness):
     doc_id: str
     chunk_id: str | None = Field(description="The chunk a section was asked around.")
+    source: str = Field(description="The source (folder, CMS or site) it came from.")
+    path: str = Field(description="The document's key within its source.")
     title: str
     heading_path: list[str] = Field(description="The section's headings; [] for a document.")
     uri: str
@@ -128,7 +132,10 @@ def build_server(reader: Reader, status: Callable[[], dict[str, Any]]) -> MCPSer
     def search(
         query: Annotated[str, Field(description="The question or keywords.")],
         k: Annotated[int, Field(ge=1, le=50, description="How many hits.")] = DEFAULT_K,
-        mode: Literal["hybrid", "bm25", "vector"] = "hybrid",
+        mode: Annotated[
+            Literal["hybrid", "bm25", "vector"] | None,
+            Field(description="How to match; default: the index's configured mode."),
+        ] = None,
         exclude_stale: Annotated[bool, Field(description="Leave out stale hits.")] = False,
         source: Annotated[list[str] | None, Field(description="Only these sources.")] = None,
         path: Annotated[

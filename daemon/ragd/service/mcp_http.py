@@ -9,8 +9,8 @@ daemon's HTTP lifespan, and two gates:
   it controls) is refused;
 - a bearer token from the environment (`RAGD_MCP_TOKEN`): when it is set, every request
   must carry `Authorization: Bearer <token>`. Off loopback it is required: without it
-  /mcp refuses every request, since any host that reaches the port could otherwise read
-  the index.
+  /mcp refuses every request (403), since any host that reaches the port could otherwise
+  read the index.
 """
 
 from __future__ import annotations
@@ -53,7 +53,10 @@ def mcp_endpoint(
 ) -> McpEndpoint:
     """/mcp for `server` on host:port."""
     loopback = is_loopback(host)
-    names = (f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}")
+    listen = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    names = tuple(
+        dict.fromkeys((listen, f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}"))
+    )
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=loopback,
         allowed_hosts=list(names),
@@ -71,7 +74,9 @@ def mcp_endpoint(
 
 class _Gate:
     """Lets a request through to `app` only with the bearer token (when one is set or
-    required); answers others 401 with a JSON-RPC error."""
+    required). Others get a JSON-RPC error: 401 for a missing or wrong token, 403 off
+    loopback when no token is set (no credential could help). Any other kind of
+    connection (a WebSocket) is held to the same gate and closed if refused."""
 
     def __init__(self, app: ASGIApp, token: str | None, *, required: bool) -> None:
         self._app = app
@@ -79,28 +84,28 @@ class _Gate:
         self._required = required
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        refusal = self._refusal(scope) if scope["type"] == "http" else None
+        refusal = None if scope["type"] == "lifespan" else self._refusal(scope)
         if refusal is None:
             await self._app(scope, receive, send)
             return
+        status, message = refusal
+        if scope["type"] != "http":
+            await send({"type": "websocket.close", "code": 1008, "reason": message})
+            return
         body = json.dumps(
-            {"jsonrpc": "2.0", "id": None, "error": {"code": -32001, "message": refusal}}
+            {"jsonrpc": "2.0", "id": None, "error": {"code": -32001, "message": message}}
         ).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 401,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"www-authenticate", b"Bearer"),
-                ],
-            }
-        )
+        headers = [(b"content-type", b"application/json")]
+        if status == 401:
+            headers.append((b"www-authenticate", b"Bearer"))
+        await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
 
-    def _refusal(self, scope: Scope) -> str | None:
+    def _refusal(self, scope: Scope) -> tuple[int, str] | None:
         if self._token is None:
-            return f"set {TOKEN_ENV} to use /mcp off loopback" if self._required else None
+            return (403, f"set {TOKEN_ENV} to use /mcp off loopback") if self._required else None
         given = dict(scope.get("headers") or []).get(b"authorization", b"")
-        expected = b"Bearer " + self._token
-        return None if hmac.compare_digest(given, expected) else "a bearer token is required"
+        scheme, _, credentials = given.strip().partition(b" ")
+        if scheme.lower() == b"bearer" and hmac.compare_digest(credentials.strip(), self._token):
+            return None
+        return 401, "a bearer token is required"

@@ -11,6 +11,7 @@ connection is serialised.
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 
 from ragd.search.context import Context, build_context, check_budget
 from ragd.search.parents import ParentHit
@@ -44,15 +45,16 @@ class Readers:
         self._second_generation += 1
 
     def _refresh(self) -> None:
-        """Bring the handles to the newest commit if one may have come (under the lock)."""
-        if self._every_read or self._seen != self._generation:
-            self._seen = self._generation
+        """Bring the search stores' handles to the newest commit if one may have come
+        (under the lock). Seen only once refreshed: a refresh that fails is tried again."""
+        generation, second = self._generation, self._second_generation
+        if self._every_read or self._seen != generation:
             self.vectors.refresh()
             self.keywords.refresh()
-            self._second_seen = -1  # a commit may have written it too
-        if self._second_seen != self._second_generation and self.stores.second is not None:
-            self._second_seen = self._second_generation
+            self._seen, self._second_seen = generation, -1  # it may have written both
+        if self.stores.second is not None and (self._every_read or self._second_seen != second):
             self.stores.second.refresh()
+            self._second_seen = second
 
     def _encode(self, request: QueryRequest) -> EncodedQuery:
         mode = request.mode or self.config.search.mode
@@ -68,22 +70,24 @@ class Readers:
     def context(self, request: QueryRequest, max_chars: int) -> Context:
         """One query's hits as prompt-ready, cited passages (ragd.search.context)."""
         check_budget(max_chars)
+        request = replace(request, expand=False)  # the context builds the sections itself
         encoded = self._encode(request)
         with self.lock:
             self._refresh()
             response = self._search(encoded, request)
             return build_context(response, self.searcher.parents.around, max_chars)
 
+    # Sections and documents come from the manifest alone, whose every read sees the
+    # newest commit: nothing to refresh.
+
     def section(self, chunk_id: str, max_chars: int) -> ParentHit | None:
         """The whole section around a chunk, at most `max_chars`; None for an unknown id."""
         with self.lock:
-            self._refresh()
             return self.searcher.parents.section(chunk_id, max_chars)
 
     def document(self, doc_id: str, max_chars: int) -> ParentHit | None:
         """A whole document, its first `max_chars`; None for an unknown (or empty) one."""
         with self.lock:
-            self._refresh()
             return self.searcher.parents.document(doc_id, max_chars)
 
     def _search(self, encoded: EncodedQuery, request: QueryRequest) -> SearchResponse:
