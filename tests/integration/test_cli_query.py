@@ -211,3 +211,15 @@ def test_search_fusion_setting_switches_hybrid_to_reciprocal_rank_fusion(
     # it too); RRF: at most 1.0/61 + 0.5/61 with k = 60.
     assert convex["results"][0]["score"] >= 1.0
     assert rrf["results"][0]["score"] <= 1.5 / 61
+
+
+def test_query_context_prints_the_block_its_json_carries(indexed_fastapi: Path) -> None:
+    args = ("query", "dependencies with yield", "-k", "4", "--context", "--max-chars", "3000")
+    printed = run_ragd(indexed_fastapi, *args)
+    body = run_json(indexed_fastapi, *args)
+
+    assert printed.returncode == 0, printed.stderr
+    assert printed.stdout.rstrip("\n") == body["context"]
+    assert body["context"].startswith("[1] ")
+    assert sum(len(p["text"]) for p in body["passages"]) <= 3000
+    assert [p["number"] for p in body["passages"]] == list(range(1, len(body["passages"]) + 1))
