@@ -36,11 +36,11 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 import httpx2 as httpx  # noqa: E402
-from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
-from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+from mcp import ClientSession  # noqa: E402
 
 from tests.conftest import FASTAPI_DOCS, GOLD, RERANK_MODEL_DIR  # noqa: E402
 from tests.integration.daemon import Served, wait_until  # noqa: E402
+from tests.integration.mcp_clients import http_session, stdio_session  # noqa: E402
 
 K = 8
 
@@ -82,8 +82,6 @@ async def _over_http_api(port: int, questions: list[str]) -> tuple[list[float], 
 async def _over_session(
     session: ClientSession, questions: list[str]
 ) -> tuple[list[float], list[str]]:
-    await session.initialize()
-
     async def call(question: str) -> str:
         result = await session.call_tool("search", {"query": question, "k": K})
         hits = (result.structured_content or {}).get("hits") or []
@@ -93,21 +91,12 @@ async def _over_session(
 
 
 async def _over_mcp_http(port: int, questions: list[str]) -> tuple[list[float], list[str]]:
-    async with (
-        streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write, *_),
-        ClientSession(read, write) as session,
-    ):
+    async with http_session(port) as session:
         return await _over_session(session, questions)
 
 
 async def _over_mcp_stdio(config: Path, questions: list[str]) -> tuple[list[float], list[str]]:
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "ragd", "--config", str(config), "mcp"],
-        env=dict(os.environ, HF_HUB_OFFLINE="1"),
-        cwd=str(REPO),
-    )
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+    async with stdio_session(config) as session:
         return await _over_session(session, questions)
 
 

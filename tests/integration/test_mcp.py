@@ -5,22 +5,19 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx2 as httpx
 import pytest
-from mcp import ClientSession, StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
+from mcp import ClientSession
 
-from tests.conftest import REPO, write_config
+from tests.conftest import write_config
 from tests.integration.conftest import run_json
 from tests.integration.daemon import Served, small_root
+from tests.integration.mcp_clients import http_session, stdio_session
 
 T = TypeVar("T")
 TOOLS = {"search", "get_section", "get_document", "status"}
@@ -29,31 +26,6 @@ QUESTION = "declare a request body with a Pydantic model"
 
 def run(coroutine: Callable[[], Awaitable[T]]) -> T:
     return asyncio.run(asyncio.wait_for(coroutine(), 120))
-
-
-@asynccontextmanager
-async def stdio_session(config: Path) -> AsyncIterator[ClientSession]:
-    """The SDK's stdio client on `ragd mcp`."""
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "ragd", "--config", str(config), "mcp"],
-        env=dict(os.environ, HF_HUB_OFFLINE="1"),
-        cwd=str(REPO),
-    )
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-        await session.initialize()
-        yield session
-
-
-@asynccontextmanager
-async def http_session(port: int) -> AsyncIterator[ClientSession]:
-    """The SDK's Streamable HTTP client on `ragd serve`'s /mcp."""
-    async with (
-        streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write, *_),
-        ClientSession(read, write) as session,
-    ):
-        await session.initialize()
-        yield session
 
 
 async def call(session: ClientSession, tool: str, **arguments: Any) -> Any:
@@ -209,21 +181,26 @@ def test_streamable_http_serves_the_same_tools_and_hits(served: Served) -> None:
     assert status.structured_content["sources"][0]["documents"] == 12
 
 
+async def _seconds_until_found(session: ClientSession, page: Path, word: str) -> float:
+    """Append a paragraph with `word` to `page`; seconds until the session's search finds it."""
+    await call(session, "search", query="warm up", k=1)
+    page.write_text(page.read_text() + f"\n\nThe {word} paragraph, written just now.\n")
+    started = time.monotonic()
+    while time.monotonic() - started < 10:
+        hits = await call(session, "search", query=f"{word} paragraph", k=1)
+        found = hits.structured_content["hits"]
+        if found and word in found[0]["text"]:
+            return time.monotonic() - started
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"the edit with {word!r} never reached the session")
+
+
 def test_an_edit_reaches_an_open_http_session_within_two_seconds(served: Served) -> None:
     page = sorted((served.workdir / "docs").glob("*.md"))[0]
 
     async def session_work() -> float:
         async with http_session(served.port) as session:
-            await call(session, "search", query="warm up", k=1)
-            page.write_text(page.read_text() + "\n\nThe okapi paragraph, written just now.\n")
-            started = time.monotonic()
-            while time.monotonic() - started < 10:
-                hits = await call(session, "search", query="okapi paragraph", k=1)
-                found = hits.structured_content["hits"]
-                if found and "okapi" in found[0]["text"]:
-                    return time.monotonic() - started
-                await asyncio.sleep(0.05)
-            raise AssertionError("the edit never reached the session")
+            return await _seconds_until_found(session, page, "okapi")
 
     assert run(session_work) < 2.0
 
@@ -235,16 +212,7 @@ def test_a_stdio_session_beside_the_daemon_sees_its_commits_within_two_seconds(
 
     async def session_work() -> float:
         async with stdio_session(served.config) as session:
-            await call(session, "search", query="warm up", k=1)
-            page.write_text(page.read_text() + "\n\nThe tapir paragraph, written just now.\n")
-            started = time.monotonic()
-            while time.monotonic() - started < 10:
-                hits = await call(session, "search", query="tapir paragraph", k=1)
-                found = hits.structured_content["hits"]
-                if found and "tapir" in found[0]["text"]:
-                    return time.monotonic() - started
-                await asyncio.sleep(0.05)
-            raise AssertionError("the daemon's commit never reached the session")
+            return await _seconds_until_found(session, page, "tapir")
 
     assert run(session_work) < 2.0
 
