@@ -621,7 +621,10 @@ def test_source_name_is_required(tmp_path: Path) -> None:
 
 def test_unknown_source_type_gets_a_suggestion(tmp_path: Path) -> None:
     message = error(FOLDER.replace('"folder"', '"folders"'), tmp_path)
-    assert 'sources.docs.type: must be one of "folder", "webhook", got "folders"' in message
+    assert (
+        'sources.docs.type: must be one of "folder", "webhook", "sitemap", "wordpress", '
+        'got "folders"' in message
+    )
     assert "did you mean 'folder'?" in message
 
 

@@ -146,7 +146,7 @@ def test_a_queued_webhook_delivery_flags_the_entrys_hits_pending(tmp_path: Path)
     assert _hit_reasons(config, "quokkas smile") == []
 
     queue = JobQueue(tmp_path / "data" / "state.db")
-    queue.accept_delivery("cms", "msg-1", "post-9", json.dumps({"event": "delete"}), None)
+    queue.accept_delivery("cms", "msg-1", [("post-9", json.dumps({"event": "delete"}), None)])
     queue.close()
 
     assert _hit_reasons(config, "quokkas smile") == ["pending"]

@@ -20,11 +20,13 @@ import click
 
 from ragd.cli.daemon_client import ask_daemon, status_url
 from ragd.cli.text import Progress, eval_text, index_summary, query_text, status_text, verdict
-from ragd.config import Config, SearchMode, load_config, resolve_config_path
+from ragd.config import Config, SearchMode, SourceConfig, load_config, resolve_config_path
 from ragd.errors import ConfigError, LockedError, RagdError, UsageError
 from ragd.indexing.faults import NO_FAULTS, FaultPlan
 
 if TYPE_CHECKING:
+    from ragd.indexing.indexer import Indexer
+    from ragd.indexing.report import IndexReport
     from ragd.service.runtime import Runtime
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
@@ -102,6 +104,9 @@ def index(state: _State, full: bool, as_json: bool) -> int:
     with runtime.indexer(second_threads=worker_count()) as indexer:
         report = indexer.run(full=full, progress=progress)
         progress.finish()
+        for source in runtime.config.sources:
+            if not report.interrupted:
+                report = report.combined(_poll_once(indexer, source))
         if not report.interrupted:
             second = Progress(sys.stderr, label="second stage", unit="chunks")
             report = report.merged(indexer.fill_second_stage(progress=second))
@@ -115,6 +120,29 @@ def index(state: _State, full: bool, as_json: bool) -> int:
     for error in report.errors:
         click.echo(f"ragd: error: {error}", err=True)
     return EXIT_FAILURE if report.errors else EXIT_OK
+
+
+def _poll_once(indexer: Indexer, source: SourceConfig) -> IndexReport:
+    """Poll one remote source (a sitemap, a WordPress site, a CMS's read API) and apply
+    what changed; an empty report for a source ragd does not poll."""
+    from ragd.indexing.polls import apply_poll
+    from ragd.indexing.report import IndexReport
+    from ragd.service.remote_sources import polled_source_of
+
+    try:
+        polled = polled_source_of(source)
+    except ConfigError as exc:  # e.g. its API token is not in this shell's environment
+        return IndexReport(errors=[f"source '{source.name}' not polled: {exc}"])
+    if polled is None:
+        return IndexReport()
+    click.echo(f"polling {source.name}...", err=True)
+    applied, found = apply_poll(indexer, polled[0])
+    click.echo(
+        f"polled {source.name}: {found.listed} listed, {found.fetched} fetched, "
+        f"{found.deleted} deleted, {len(found.failed)} failed",
+        err=True,
+    )
+    return applied
 
 
 @cli.command()

@@ -1,27 +1,23 @@
-"""The [[sources]] tables of config.toml: folder and webhook sources, their defaults and checks.
+"""The [[sources]] tables of config.toml: what a source is, its defaults and checks.
 
-Owns what a source is (FolderSourceConfig, WebhookSourceConfig) and every message about a
-bad source table. `ragd.config` reads the rest of the file and calls `parse_sources` for
+Owns the source kinds (a folder tree; a CMS's webhooks, ragd.config.webhook_sources; a
+site polled through its sitemap or WordPress's REST API) and every message about a bad
+source table. `ragd.config` reads the rest of the file and calls `parse_sources` for
 the array; importers take these names from `ragd.config`, which re-exports them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from types import MappingProxyType
 from typing import Final, Literal
 
+from ragd.config.remote_values import _http_url
 from ragd.config.values import (  # package-internal helpers
-    _bool,
     _choice,
     _duration,
-    _env_name,
     _error,
-    _fetch_url,
-    _headers_env,
     _int,
     _Invalid,
     _path,
@@ -31,12 +27,29 @@ from ragd.config.values import (  # package-internal helpers
     _Table,
     _type_name,
 )
+from ragd.config.webhook_sources import (
+    WEBHOOK_KEYS,
+    SignatureScheme,
+    WebhookSourceConfig,
+    webhook_source,
+)
 from ragd.errors import ConfigError
 
-SignatureScheme = Literal["standard-webhooks", "github"]
-_SourceType = Literal["folder", "webhook"]
+_SourceType = Literal["folder", "webhook", "sitemap", "wordpress"]
+PollType = Literal["sitemap", "wordpress"]
 DEFAULT_INCLUDE: Final = ("**/*.md", "**/*.markdown", "**/*.html", "**/*.htm", "**/*.txt")
 DEFAULT_EXCLUDE: Final = (".git/", "node_modules/", ".*/")
+
+__all__ = [
+    "DEFAULT_EXCLUDE",
+    "DEFAULT_INCLUDE",
+    "FolderSourceConfig",
+    "PollSourceConfig",
+    "SignatureScheme",
+    "SourceConfig",
+    "WebhookSourceConfig",
+    "parse_sources",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,50 +64,33 @@ class FolderSourceConfig:
     type: Literal["folder"] = "folder"
 
 
-def _empty_mapping() -> Mapping[str, str]:
-    return MappingProxyType({})
-
-
 @dataclass(frozen=True, kw_only=True)
-class WebhookSourceConfig:
-    """A [[sources]] table with type = "webhook": documents pushed by a CMS.
-
-    Secrets are referenced, never stored: `secret_env` / `bearer_token_env` and the values of
-    `fetch_headers_env` are environment variable names, `secret_file` is a path. `fetch_url`
-    contains "{id}", to be replaced by the (URL-quoted) entry id. When `bearer_token_env` is set
-    the webhook endpoint requires that bearer token, with or without a signature.
-    """
+class PollSourceConfig:
+    """A [[sources]] table with type = "sitemap" (`url` is the sitemap.xml) or
+    "wordpress" (`url` is the site): pages fetched every `poll_interval`, the changed
+    ones only."""
 
     name: str
+    type: PollType
+    url: str
+    poll_interval: timedelta = timedelta(hours=1)
     max_age: timedelta = timedelta(days=7)
-    signature: SignatureScheme = "standard-webhooks"
-    secret_env: str | None = None
-    secret_file: Path | None = None
-    insecure_no_signature: bool = False
-    bearer_token_env: str | None = None
-    fetch_url: str | None = None
-    fetch_headers_env: Mapping[str, str] = field(default_factory=_empty_mapping)
     fetch_timeout: timedelta = timedelta(seconds=10)
     fetch_max_bytes: int = 5_000_000
-    type: Literal["webhook"] = "webhook"
+    max_concurrency: int = 4
 
 
-SourceConfig = FolderSourceConfig | WebhookSourceConfig
-
+SourceConfig = FolderSourceConfig | WebhookSourceConfig | PollSourceConfig
 
 _SOURCE_COMMON: Final = ("name", "type", "max_age")
 _FOLDER_KEYS: Final = ("path", "include", "exclude")
-_WEBHOOK_KEYS: Final = (
-    "signature",
-    "secret_env",
-    "secret_file",
-    "insecure_no_signature",
-    "bearer_token_env",
-    "fetch_url",
-    "fetch_headers_env",
-    "fetch_timeout",
-    "fetch_max_bytes",
-)
+_POLL_KEYS: Final = ("url", "poll_interval", "fetch_timeout", "fetch_max_bytes", "max_concurrency")
+_KEYS_OF: Final = {
+    "folder": _FOLDER_KEYS,
+    "webhook": WEBHOOK_KEYS,
+    "sitemap": _POLL_KEYS,
+    "wordpress": _POLL_KEYS,
+}
 _INLINE_CREDENTIAL_HINT: Final = (
     'never put a secret in the config: set secret_env = "VAR" or secret_file = "path"'
 )
@@ -115,6 +111,7 @@ def parse_sources(
         raise ConfigError(
             f"{origin}: sources: expected an array of tables ([[sources]]), got {got}"
         )
+    every_key = tuple(dict.fromkeys(_SOURCE_COMMON + sum(_KEYS_OF.values(), ())))
     seen: dict[str, int] = {}
     result: list[SourceConfig] = []
     for index, item in enumerate(raw):
@@ -122,7 +119,7 @@ def parse_sources(
             raise _error(f"{origin}: sources[{index}]", _Invalid("expected a table"), item)
         # Typos first, against every source key, so "nmae" gets a suggestion, not "name missing".
         by_index = _Table(origin, f"sources[{index}]", item)
-        by_index.check_keys(_SOURCE_COMMON + _FOLDER_KEYS + _WEBHOOK_KEYS, _SOURCE_KEY_HINTS)
+        by_index.check_keys(every_key, _SOURCE_KEY_HINTS)
         name = by_index.require("name", _source_name, hint='e.g. name = "docs"')
         if name in seen:
             problem = f"duplicate source name (also used by sources[{seen[name]}])"
@@ -130,27 +127,36 @@ def parse_sources(
         seen[name] = index
         # From here on the key names the source, which is what an operator searches the file for.
         table = _Table(origin, f"sources.{name}", item)
-        kind = table.require("type", _choice(_SourceType), hint='type = "folder" or "webhook"')
+        kind = table.require(
+            "type",
+            _choice(_SourceType),
+            hint='type = "folder", "webhook", "sitemap" or "wordpress"',
+        )
+        _reject_other_kinds(table, kind)
         if kind == "folder":
             result.append(_folder_source(table, name, base_dir, default_max_age))
+        elif kind == "webhook":
+            result.append(webhook_source(table, name, base_dir, default_max_age))
         else:
-            result.append(_webhook_source(table, name, base_dir, default_max_age))
+            polled: PollType = "sitemap" if kind == "sitemap" else "wordpress"
+            result.append(_poll_source(table, name, polled, default_max_age))
     return tuple(result)
 
 
-def _reject_other_kind(table: _Table, kind: str, other: str, other_keys: tuple[str, ...]) -> None:
-    for key in other_keys:
-        if key in table.data:
-            problem = (
-                f'{key!r} applies to {other} sources only, and this source has type = "{kind}"'
-            )
-            raise table.fail(key, problem)
+def _reject_other_kinds(table: _Table, kind: str) -> None:
+    mine = set(_SOURCE_COMMON + _KEYS_OF[kind])
+    for key in table.data:
+        if key in mine:
+            continue
+        others = [other for other, keys in _KEYS_OF.items() if key in keys]
+        owners = " and ".join(f"{o} sources" for o in others)
+        problem = f'{key!r} applies to {owners} only, and this source has type = "{kind}"'
+        raise table.fail(key, problem)
 
 
 def _folder_source(
     table: _Table, name: str, base_dir: Path, default_max_age: timedelta
 ) -> FolderSourceConfig:
-    _reject_other_kind(table, "folder", "webhook", _WEBHOOK_KEYS)
     # The root need not exist yet: a missing root is a scan-time error, not a config error.
     path = table.require("path", _path(base_dir), hint='e.g. path = "docs"')
     values = table.collect(
@@ -164,44 +170,26 @@ def _folder_source(
     return FolderSourceConfig(**{"max_age": default_max_age} | values, name=name, path=path)
 
 
-def _webhook_source(
-    table: _Table, name: str, base_dir: Path, default_max_age: timedelta
-) -> WebhookSourceConfig:
-    _reject_other_kind(table, "webhook", "folder", _FOLDER_KEYS)
+def _poll_source(
+    table: _Table, name: str, kind: PollType, default_max_age: timedelta
+) -> PollSourceConfig:
+    example = (
+        "https://docs.example.com/sitemap.xml" if kind == "sitemap" else "https://blog.example.com"
+    )
+    url = table.require("url", _http_url, hint=f'e.g. url = "{example}"')
     values = table.collect(
         {
+            "poll_interval": _duration,
             "max_age": _duration,
-            "signature": _choice(SignatureScheme),
-            "secret_env": _env_name,
-            "secret_file": _path(base_dir),
-            "insecure_no_signature": _bool,
-            "bearer_token_env": _env_name,
-            "fetch_url": _fetch_url,
-            "fetch_headers_env": _headers_env,
             "fetch_timeout": _duration,
             "fetch_max_bytes": _int(1),
+            "max_concurrency": _int(1, 32),
         },
         check=False,
     )
-    source = WebhookSourceConfig(**{"max_age": default_max_age} | values, name=name)
-    secrets = [k for k in ("secret_env", "secret_file") if k in values]
-    if source.insecure_no_signature:
-        if secrets:
-            # An unchecked secret would suggest deliveries are verified when they are not.
-            problem = "has no effect with insecure_no_signature = true"
-            raise table.fail(secrets[0], problem, hint="remove one of the two")
-        if source.bearer_token_env is None:
-            raise table.fail(
-                "bearer_token_env",
-                "is required when insecure_no_signature = true",
-                hint="name the variable holding the token callers send as 'Authorization: Bearer'",
-            )
-    elif len(secrets) == 2:
-        raise table.fail("secret_file", "set secret_env or secret_file, not both")
-    elif not secrets:
-        raise table.fail(
-            "secret_env",
-            "a webhook source needs secret_env or secret_file",
-            hint="or insecure_no_signature = true with bearer_token_env, behind a trusted proxy",
-        )
+    source = PollSourceConfig(
+        **{"max_age": default_max_age} | values, name=name, type=kind, url=url
+    )
+    if source.poll_interval < timedelta(minutes=1):
+        raise table.fail("poll_interval", "must be at least 1 minute")
     return source

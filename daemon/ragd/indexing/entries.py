@@ -16,6 +16,7 @@ from typing import Literal
 from ragd.indexing.parse_guard import ParseGuard, Parsing
 from ragd.indexing.parsers import UnsupportedDocument
 from ragd.indexing.pipeline import Pipeline, PreparedWrite
+from ragd.sources.deliveries import Delivery
 from ragd.stores.records import SETTLED, DocumentRecord, DocumentWrite, content_hash
 
 # An entry's content type picks the parser, as a file's suffix does.
@@ -41,6 +42,24 @@ class EntryUpdate:
     content_type: str = "text/markdown"
     version: str | None = None
     error: str | None = None
+
+
+def entry_update(source: str, delivery: Delivery, *, error: str | None = None) -> EntryUpdate:
+    """The update a delivery (from a webhook or a poll) makes; `error` records that its
+    content could not be had. Without a URL the document's uri is a `urn:ragd:` name."""
+    uri = delivery.url or f"urn:ragd:{source}:{delivery.entry_id}"
+    update = EntryUpdate(
+        key=delivery.entry_id,
+        uri=uri,
+        deleted=delivery.event == "delete",
+        title=delivery.title,
+        content_type=delivery.content_type,
+        version=delivery.version(),
+        error=error,
+    )
+    if update.deleted or error is not None or delivery.content is None:
+        return update
+    return replace(update, data=delivery.content.encode())
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ the second stage's vectors (ragd.indexing.second_stage).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from datetime import timedelta
 from functools import partial
 from operator import itemgetter
@@ -62,11 +62,14 @@ class Indexer:
         cleanup_older_than: timedelta = timedelta(minutes=10),
         worker_min_files: int = WORKER_MIN_FILES,
         second: Embedder | None = None,
+        other_sources: Collection[str] = (),
     ) -> None:
         self.stores = stores
         self.second = second  # the second-stage model, when it is on
         self.manifest = stores.manifest
         self.sources = list(sources)
+        # Configured sources that are not folders (webhooks, polls): a full pass keeps them.
+        self.other_sources = frozenset(other_sources)
         self.pipeline = pipeline
         self.embedder = embedder
         self.batch_chunks = batch_chunks
@@ -116,7 +119,7 @@ class Indexer:
         if not report.interrupted and not report.errors:
             self.manifest.set_meta("last_full_scan_at", utc_now())
         if full and not report.interrupted:
-            configured = {s.name for s in self.sources}
+            configured = {s.name for s in self.sources} | self.other_sources
             for name in set(self.manifest.sources()) - configured:
                 for record in self.manifest.documents(name):
                     self._pass.delete(record)

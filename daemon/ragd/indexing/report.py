@@ -40,6 +40,26 @@ class IndexReport:
             interrupted=self.interrupted or second.interrupted,
         )
 
+    def combined(self, other: IndexReport) -> IndexReport:
+        """Two passes' reports as one (a folder pass and the entries of a poll)."""
+        return replace(
+            self,
+            added=self.added + other.added,
+            changed=self.changed + other.changed,
+            unchanged=self.unchanged + other.unchanged,
+            deleted=self.deleted + other.deleted,
+            failed=self.failed + other.failed,
+            ignored=self.ignored + other.ignored,
+            embedded=self.embedded + other.embedded,
+            reused=self.reused + other.reused,
+            chunks_deleted=self.chunks_deleted + other.chunks_deleted,
+            seconds=self.seconds + other.seconds,
+            reconciled=self.reconciled or other.reconciled,
+            interrupted=self.interrupted or other.interrupted,
+            errors=[*self.errors, *other.errors],
+            skipped=[*self.skipped, *other.skipped],
+        )
+
     def to_json(self) -> dict[str, object]:
         """The JSON object printed by `ragd index --json`."""
         return {

@@ -319,6 +319,7 @@ class Searcher:
         now = datetime.now(UTC)
         documents: dict[str, DocumentRecord | None] = {}
         pending = self.manifest.pending_doc_ids()
+        unreachable = self.manifest.unreachable_sources()
         sections: set[tuple[str, tuple[str, ...]]] = set()
         for r in ranked:
             chunk = r.chunk
@@ -337,6 +338,7 @@ class Searcher:
                 fingerprint=self.fingerprint,
                 now=now,
                 pending=doc.doc_id in pending,
+                unreachable=doc.source in unreachable,
             )
             if reasons and exclude_stale:
                 excluded += 1
@@ -368,6 +370,7 @@ class Searcher:
             fingerprint=self.fingerprint,
             now=datetime.now(UTC),
             pending=pending,
+            unreachable=document.source in self.manifest.unreachable_sources(),
         )
         return tuple(reasons)
 

@@ -35,6 +35,7 @@ def stale_reasons(
     fingerprint: str,
     now: datetime,
     pending: bool = False,
+    unreachable: bool = False,
     verify_content: bool = True,
 ) -> list[str]:
     """Every reason the document's indexed chunks may be stale, or [] when fresh.
@@ -42,14 +43,17 @@ def stale_reasons(
     For folder sources the file is re-checked: a different size or mtime is confirmed by
     hashing the file (cheap for the k documents of a query) unless `verify_content` is off,
     as it is for whole-index reports. `pending` says a change to it is queued (a watch
-    event or a webhook delivery not yet applied).
+    event or a webhook delivery not yet applied); `unreachable` that the last poll of its
+    source could not list it, so nothing vouches for it now (max_age).
     """
     reasons: list[str] = []
     if policy is not None and policy.folder is not None:
         reasons.extend(_file_reasons(doc, policy.folder, verify_content=verify_content))
     if pending or doc.status == "pending":
         reasons.append(PENDING)
-    if policy is not None and _older_than(doc.checked_at or doc.indexed_at, policy.max_age, now):
+    if unreachable or (
+        policy is not None and _older_than(doc.checked_at or doc.indexed_at, policy.max_age, now)
+    ):
         reasons.append(MAX_AGE)
     if doc.fingerprint != fingerprint:
         reasons.append(FINGERPRINT)

@@ -51,6 +51,7 @@ class SourceStatus:
     pending_jobs: int
     # (chunks with a stored second-stage vector, chunks that should have one); None: off
     second_stage: tuple[int, int] | None = None
+    unreachable: str | None = None  # why the last poll could not list the source
 
     def to_json(self) -> dict[str, object]:
         """The source object of the status contract."""
@@ -77,6 +78,7 @@ class SourceStatus:
                 {"path": p, "reasons": r, "indexed_at": t} for p, r, t in self.stale_documents
             ],
             "second_stage": None if self.second_stage is None else _coverage(*self.second_stage),
+            "unreachable": self.unreachable,
         }
 
 
@@ -156,6 +158,7 @@ def build_status(
     pending = manifest.pending_doc_ids()
     jobs, oldest_job = manifest.queued_jobs()
     coverage = manifest.second_stage_coverage() if second_stage_model is not None else None
+    unreachable = manifest.unreachable_sources()
     source_reports = [
         _source_status(
             name,
@@ -166,6 +169,7 @@ def build_status(
             pending,
             jobs.get(name, 0),
             None if coverage is None else coverage.get(name, (0, 0)),
+            unreachable.get(name),
         )
         for name in names
     ]
@@ -193,6 +197,7 @@ def _source_status(
     pending: set[str],
     pending_jobs: int,
     second_stage: tuple[int, int] | None,
+    unreachable: str | None,
 ) -> SourceStatus:
     live = [d for d in docs if d.status != "deleted"]
     reasons: Counter[str] = Counter()
@@ -206,6 +211,7 @@ def _source_status(
             fingerprint=fingerprint,
             now=now,
             pending=doc.doc_id in pending,
+            unreachable=unreachable is not None,
             verify_content=False,
         )
         reasons.update(found)
@@ -230,6 +236,7 @@ def _source_status(
         stale_documents=stale_documents,
         pending_jobs=pending_jobs,
         second_stage=second_stage,
+        unreachable=unreachable,
     )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -19,17 +19,25 @@ from ragd.search.results import QueryRequest
 from ragd.search.status import StatusReport
 from ragd.service.logs import get_logger
 from ragd.service.metrics import Metrics, Snapshot
+from ragd.service.poller import Poller
 from ragd.service.readers import Readers
 from ragd.service.runtime import Runtime
 from ragd.service.scheduler import Scheduler
 from ragd.service.second_stage_filler import SecondStageFiller
 from ragd.service.webhook_intake import WebhookIntake
 from ragd.service.writer import Writer
+from ragd.sources.cms.formats import WebhookRequest
 from ragd.sources.watcher import Watcher
 from ragd.stores.jobs import JobQueue
 from ragd.stores.records import parse_time
 
 log = get_logger("ragd.service")
+
+# Every source name that is not configured counts under this one label, and logs cut a
+# name to this length: names come from the request path, so a caller could otherwise
+# grow /metrics and the log without bound.
+UNKNOWN_SOURCE = "_unknown"
+LOGGED_NAME_CHARS = 64
 
 # A status read that disagrees while the writer is busy is retried this often, this far apart.
 STATUS_RECHECKS = 3
@@ -48,6 +56,7 @@ class ServiceBackend:
     scheduler: Scheduler
     webhooks: WebhookIntake
     filler: SecondStageFiller | None
+    poller: Poller
     state: Callable[[], str]
     started: float
 
@@ -82,6 +91,7 @@ class ServiceBackend:
             "lancedb_versions": self.readers.vectors.version_count(),
             "next_jobs": self.scheduler.next_runs(),
             "second_stage": None if self.filler is None else self.filler.to_json(),
+            "polls": self.poller.to_json(),
         }
         report = self._settled_status().to_json()
         report["daemon"] = daemon
@@ -113,26 +123,22 @@ class ServiceBackend:
     def has_webhook_source(self, source: str) -> bool:
         return self.webhooks.knows(source)
 
-    def webhook(
-        self, source: str, headers: Mapping[str, str], body: bytes
-    ) -> tuple[int, dict[str, Any]]:
+    def webhook(self, source: str, request: WebhookRequest) -> tuple[int, dict[str, Any]]:
         """Authenticate, validate and durably queue one delivery; (status, JSON body)."""
-        outcome, answer = self.webhooks.accept(self.queue, source, headers, body)
+        outcome, answer = self.webhooks.accept(self.queue, source, request)
         if outcome in ("queued", "duplicate"):
             self.writer.wake.set()
-        self.metrics.webhook_deliveries.labels(source=source, outcome=outcome).inc()
-        log.info(
-            "webhook_delivery",
-            source=source,
-            outcome=outcome,
-            status=answer[0],
-            delivery_id=answer[1].get("delivery_id"),
+        self.note_webhook(
+            source, outcome, status=answer[0], delivery_id=answer[1].get("delivery_id")
         )
         return answer
 
-    def note_webhook(self, source: str, outcome: str) -> None:
-        self.metrics.webhook_deliveries.labels(source=source, outcome=outcome).inc()
-        log.info("webhook_delivery", source=source, outcome=outcome)
+    def note_webhook(self, source: str, outcome: str, **fields: Any) -> None:
+        """Count and log one delivery's outcome, under a bounded name."""
+        label = source if self.webhooks.knows(source) else UNKNOWN_SOURCE
+        self.metrics.webhook_deliveries.labels(source=label, outcome=outcome).inc()
+        shown = source if len(source) <= LOGGED_NAME_CHARS else source[:LOGGED_NAME_CHARS] + "…"
+        log.info("webhook_delivery", source=shown, outcome=outcome, **fields)
 
     def metrics_text(self) -> bytes:
         return self.metrics.render()

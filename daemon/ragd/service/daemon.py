@@ -29,9 +29,11 @@ from ragd.service.logs import get_logger
 from ragd.service.mcp import build_server
 from ragd.service.mcp_http import TOKEN_ENV, is_loopback, mcp_endpoint
 from ragd.service.notify import Notifier
+from ragd.service.poller import Poller
 from ragd.service.readers import Readers
+from ragd.service.remote_sources import remote_sources
 from ragd.service.runtime import Runtime
-from ragd.service.scheduler import Scheduler
+from ragd.service.scheduler import PollJob, Scheduler
 from ragd.service.second_stage_filler import SecondStageFiller
 from ragd.service.stopping import StopSignal
 from ragd.service.webhook_intake import WebhookIntake
@@ -63,7 +65,8 @@ class Daemon:
             self.stopping = StopSignal()
             self._resources.callback(self.stopping.close)
             self._resources.enter_context(self.stopping.installed())
-            self.webhooks = WebhookIntake(config.sources)  # reads the secrets, once
+            remote = remote_sources(config)  # reads the secrets and tokens, once
+            self.webhooks = WebhookIntake(remote.formats)
             lock = WriterLock(runtime.data_dir.lock)
             lock.acquire()
             self._resources.callback(lock.release)
@@ -81,6 +84,7 @@ class Daemon:
                 stop=self.stop.is_set,
                 on_event=stats.on_document,
                 cleanup_older_than=config.schedule.cleanup_older_than,
+                other_sources=runtime.other_sources,
             )
             self.writer = Writer(
                 indexer,
@@ -92,7 +96,7 @@ class Daemon:
                 on_commit=self._committed,
                 on_second_stage=self.readers.second_stage_written,
                 on_exit=self.stopping.wake,
-                fetchers=self.webhooks.fetchers,
+                readers=remote.readers,
             )
             self.filler = (
                 None
@@ -105,7 +109,18 @@ class Daemon:
                 )
             )
             self.watcher = Watcher(runtime.folders, self._on_changes, self._on_overflow)
-            self.scheduler = Scheduler(config.schedule, self._enqueue)
+            self.poller = Poller(
+                {name: source for name, (source, _) in remote.polled.items()},
+                lambda: ManifestReader.open(runtime.data_dir.manifest),
+                self.queue,
+                self.writer.wake.set,
+                self.stop,
+            )
+            polls = [
+                PollJob(name, timedelta(seconds=every), self.poller.poll)
+                for name, (_, every) in remote.polled.items()
+            ]
+            self.scheduler = Scheduler(config.schedule, self._enqueue, polls)
             backend = ServiceBackend(
                 runtime,
                 self.readers,
@@ -115,6 +130,7 @@ class Daemon:
                 self.scheduler,
                 self.webhooks,
                 self.filler,
+                self.poller,
                 state=lambda: self.state,
                 started=self.started,
             )

@@ -27,6 +27,7 @@ from ragd.search.results import MODES, QueryRequest
 from ragd.service.mcp_http import PATH as MCP_PATH
 from ragd.service.mcp_http import McpEndpoint
 from ragd.service.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from ragd.sources.cms.formats import WebhookRequest
 
 OPENAPI = Path(__file__).with_name("openapi.json")
 
@@ -59,9 +60,7 @@ class Backend(Protocol):
         """True when `source` is a configured webhook source."""
         ...
 
-    def webhook(
-        self, source: str, headers: Mapping[str, str], body: bytes
-    ) -> tuple[int, dict[str, Any]]:
+    def webhook(self, source: str, request: WebhookRequest) -> tuple[int, dict[str, Any]]:
         """Handle one delivery; returns (HTTP status, JSON body)."""
         ...
 
@@ -207,7 +206,8 @@ class _Endpoints:
     async def webhook(self, request: Request) -> Response:
         source = request.path_params["source"]
         if not self.backend.has_webhook_source(source):
-            status, answer = await run_in_threadpool(self.backend.webhook, source, {}, b"")
+            empty = WebhookRequest({}, b"")
+            status, answer = await run_in_threadpool(self.backend.webhook, source, empty)
             return JSONResponse(answer, status_code=status)
         try:
             body = await read_body(request, self.backend.max_body_bytes)
@@ -215,8 +215,14 @@ class _Endpoints:
             if exc.status_code == 413:
                 self.backend.note_webhook(source, "too_large")
             raise
-        headers = {k.lower(): v for k, v in request.headers.items()}
-        status, answer = await run_in_threadpool(self.backend.webhook, source, headers, body)
+        delivery = WebhookRequest(
+            headers=_single_headers(request),
+            body=body,
+            method=request.method,
+            path=request.url.path,
+            query=dict(request.query_params),
+        )
+        status, answer = await run_in_threadpool(self.backend.webhook, source, delivery)
         return JSONResponse(answer, status_code=status)
 
     async def metrics(self, request: Request) -> Response:
@@ -229,6 +235,16 @@ class _Endpoints:
     async def healthz(self, request: Request) -> Response:
         health = self.backend.health()
         return JSONResponse(health, status_code=200 if health.get("status") == "ok" else 503)
+
+
+def _single_headers(request: Request) -> dict[str, str]:
+    """Lower-case header names to values; a header sent twice keeps both, comma-joined,
+    so that no scheme can be fooled into reading one copy while a proxy read the other."""
+    headers: dict[str, str] = {}
+    for name, value in request.headers.items():
+        key = name.lower()
+        headers[key] = f"{headers[key]},{value}" if key in headers else value
+    return headers
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:

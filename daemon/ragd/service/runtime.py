@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from ragd.config import Config, FolderSourceConfig
+from ragd.config import Config, FolderSourceConfig, PollSourceConfig, SourceConfig
 from ragd.embedding.static import Model2VecEmbedder
 from ragd.embedding.transformer import TransformerEmbedder
 from ragd.indexing.chunking import ChunkSettings
@@ -24,6 +24,7 @@ from ragd.search.second_stage import StoredVectors
 from ragd.search.staleness import SourcePolicy
 from ragd.search.status import SourceInfo, StatusReport, build_status
 from ragd.sources.folders import FolderSource
+from ragd.sources.http_client import shown
 from ragd.stores.data_dir import DataDir, WriterLock, WriterStores
 from ragd.stores.keywords import KeywordStore
 from ragd.stores.manifest_reader import ManifestReader
@@ -87,6 +88,12 @@ class Runtime:
             folders=folders,
         )
 
+    @property
+    def other_sources(self) -> frozenset[str]:
+        """Names of the configured sources that are not folders."""
+        folders = {f.name for f in self.folders}
+        return frozenset(s.name for s in self.config.sources if s.name not in folders)
+
     def policies(self) -> dict[str, SourcePolicy]:
         """Staleness policy per configured source."""
         folders = {f.name: f for f in self.folders}
@@ -122,6 +129,7 @@ class Runtime:
                     second=None
                     if self.second_stage is None
                     else self.second_stage.with_threads(second_threads),
+                    other_sources=self.other_sources,
                 )
             finally:
                 stores.close()
@@ -188,7 +196,7 @@ class Runtime:
             SourceInfo(
                 s.name,
                 s.type,
-                str(s.path) if isinstance(s, FolderSourceConfig) else "webhook",
+                _location(s),
                 policies[s.name],
             )
             for s in self.config.sources
@@ -205,3 +213,14 @@ class Runtime:
             )
         finally:
             manifest.close()
+
+
+def _location(source: SourceConfig) -> str:
+    """Where a source's documents come from, as the status report names it."""
+    if isinstance(source, FolderSourceConfig):
+        return str(source.path)
+    if isinstance(source, PollSourceConfig):
+        return shown(source.url)
+    return (
+        "webhook" if source.api_url is None else f"webhook; reconciled from {shown(source.api_url)}"
+    )

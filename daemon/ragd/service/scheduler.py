@@ -1,13 +1,14 @@
 """The daemon's periodic jobs: what [schedule] asks for, and apscheduler running it.
 
-Owns which jobs exist (a full rescan, LanceDB compaction and its follow-up cleanup), when
-each first runs, and the one apscheduler instance of `ragd serve`. A job only queues work
-on the durable queue; the writer thread does it.
+Owns which jobs exist (a full rescan, LanceDB compaction and its follow-up cleanup, and
+a poll of each remote source), when each first runs, and the one apscheduler instance of
+`ragd serve`. A rescan or a compaction only queues work on the durable queue, which the
+writer thread does; a poll runs on the scheduler's own thread (ragd.service.poller).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import NamedTuple
 
@@ -51,10 +52,28 @@ def scheduled_jobs(schedule: ScheduleConfig) -> list[ScheduledJob]:
     return jobs
 
 
-class Scheduler:
-    """The periodic jobs of one daemon, each calling `enqueue(kind)` when due."""
+class PollJob(NamedTuple):
+    """A remote source's poll: its name, how often, and what runs it."""
 
-    def __init__(self, schedule: ScheduleConfig, enqueue: Callable[[JobKind], None]) -> None:
+    source: str
+    interval: timedelta
+    run: Callable[[str], None]
+
+
+# A source is first polled this soon after start, as the folders are first scanned.
+FIRST_POLL_AFTER = timedelta(seconds=2)
+
+
+class Scheduler:
+    """The periodic jobs of one daemon, each calling `enqueue(kind)` when due, and the
+    polls of its remote sources."""
+
+    def __init__(
+        self,
+        schedule: ScheduleConfig,
+        enqueue: Callable[[JobKind], None],
+        polls: Sequence[PollJob] = (),
+    ) -> None:
         self._scheduler = BackgroundScheduler(
             timezone=UTC,
             job_defaults={
@@ -65,6 +84,7 @@ class Scheduler:
         )
         self._jobs = scheduled_jobs(schedule)
         self._enqueue = enqueue
+        self._polls = list(polls)
 
     def start(self) -> None:
         """Add the jobs, each first due `first_after` from now, and start the thread."""
@@ -77,6 +97,15 @@ class Scheduler:
                 id=job.id,
                 replace_existing=True,
                 next_run_time=now + max(job.first_after, timedelta(seconds=1)),
+            )
+        for poll in self._polls:
+            self._scheduler.add_job(
+                poll.run,
+                IntervalTrigger(seconds=max(60, int(poll.interval.total_seconds()))),
+                args=[poll.source],
+                id=f"poll:{poll.source}",
+                replace_existing=True,
+                next_run_time=now + FIRST_POLL_AFTER,
             )
         self._scheduler.start()
 

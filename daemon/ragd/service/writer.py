@@ -2,8 +2,9 @@
 
 Owns the loop that takes jobs from the durable queue and does them with the Indexer:
 a `scan` job runs a full pass (it covers any path jobs taken with it), `path`/`tree`
-jobs sync those paths, `entry` jobs apply CMS deliveries (fetching content a delivery
-did not carry), `compact` runs LanceDB housekeeping. Jobs leave the queue only
+jobs sync those paths, `entry` jobs apply CMS deliveries and polled changes (reading
+back an entry a delivery did not carry), `polled` jobs record how a poll ended, and
+`compact` runs LanceDB housekeeping. Jobs leave the queue only
 when done, so a crash or a stop mid-job means the job runs again after the restart.
 Second-stage vectors the filler thread embedded (ragd.service.second_stage_filler) are
 written when no job waits: jobs make changes searchable, these only improve ranking.
@@ -21,16 +22,18 @@ from datetime import UTC, datetime
 from queue import Empty, SimpleQueue
 from typing import Any
 
-from ragd.errors import DocumentError
+from ragd.errors import RagdError
 from ragd.indexing.batches import DocumentEvent
-from ragd.indexing.entries import EntryUpdate
+from ragd.indexing.entries import EntryUpdate, entry_update
 from ragd.indexing.indexer import Indexer
 from ragd.indexing.passes import settle_vectors
 from ragd.indexing.report import IndexReport
 from ragd.indexing.second_stage import Embedded, SecondStageWriter
 from ragd.service.logs import get_logger
 from ragd.service.notify import Notifier
-from ragd.sources.fetch import EntryFetcher
+from ragd.sources.cms.formats import EntryReader
+from ragd.sources.deliveries import from_job_payload
+from ragd.sources.webhooks import WebhookRejected
 from ragd.stores.jobs import Job, JobQueue
 from ragd.stores.records import format_time
 
@@ -93,7 +96,7 @@ class Writer(threading.Thread):
         on_commit: Callable[[], None],
         on_second_stage: Callable[[], None],
         on_exit: Callable[[], None],
-        fetchers: Mapping[str, EntryFetcher] | None = None,
+        readers: Mapping[str, EntryReader] | None = None,
     ) -> None:
         super().__init__(name="ragd-writer", daemon=True)
         self.indexer = indexer
@@ -106,7 +109,7 @@ class Writer(threading.Thread):
         self._on_commit = on_commit
         self._on_second_stage = on_second_stage  # second-stage vectors were written
         self._on_exit = on_exit
-        self.fetchers = dict(fetchers or {})
+        self.readers = dict(readers or {})  # how a thin delivery's entry is read back
         self._second: SimpleQueue[tuple[Embedded, Future[int]]] = SimpleQueue()
 
     def submit_second_stage(self, embedded: Embedded) -> Future[int]:
@@ -178,6 +181,7 @@ class Writer(threading.Thread):
         """Do a batch of jobs; False when a stop interrupted it (the jobs stay queued)."""
         kinds = {j.kind for j in jobs}
         reports = self._apply_entries([j for j in jobs if j.kind == "entry"])
+        self._record_polls([j for j in jobs if j.kind == "polled"])
         if "scan" in kinds:
             reports.append(self._scan())  # a full pass covers the path and tree hints too
         else:
@@ -220,34 +224,41 @@ class Writer(threading.Thread):
         return reports
 
     def _entry_update(self, job: Job) -> EntryUpdate:
-        """Turn a queued delivery into an update, fetching its content if it came without."""
-        delivery = json.loads(job.payload or "{}")
-        fetcher = self.fetchers.get(job.source)
-        uri = delivery.get("url") or (fetcher.url_for(job.key) if fetcher else "")
-        uri = uri or f"urn:ragd:{job.source}:{job.key}"
-        update = EntryUpdate(
-            key=job.key,
-            uri=uri,
-            deleted=delivery.get("event") == "delete",
-            title=delivery.get("title"),
-            version=job.version,
-        )
-        if update.deleted:
-            return update
-        content = delivery.get("content")
-        if content is not None:
-            return replace(
-                update,
-                data=content.encode(),
-                content_type=delivery.get("content_type") or "text/markdown",
+        """Turn a queued delivery into an update, reading back the entry of a delivery
+        that came without content (a CMS that answers "gone" makes it a delete)."""
+        delivery = from_job_payload(job.key, job.payload, job.version)
+        if delivery.event == "upsert" and delivery.content is None:
+            reader = self.readers.get(job.source)
+            if reader is None:
+                return entry_update(
+                    job.source, delivery, error="no content, and no way to fetch it"
+                )
+            try:
+                fetched = reader.fetch_entry(job.key)
+            except (RagdError, WebhookRejected) as exc:
+                return entry_update(job.source, delivery, error=str(exc))
+            delivery = (
+                replace(delivery, event="delete")
+                if fetched is None
+                else replace(
+                    fetched,
+                    title=fetched.title or delivery.title,
+                    url=fetched.url or delivery.url,
+                    updated_at=delivery.updated_at or fetched.updated_at,
+                )
             )
-        if fetcher is None:
-            return replace(update, error="delivery has no content and the source no fetch_url")
-        try:
-            data, content_type = fetcher.fetch(job.key)
-        except DocumentError as exc:
-            return replace(update, error=exc.message)
-        return replace(update, data=data, content_type=content_type)
+        return entry_update(job.source, delivery)
+
+    def _record_polls(self, jobs: list[Job]) -> None:
+        """Record how polls ended (ragd.service.poller queued these after their entries)."""
+        for job in jobs:
+            outcome = json.loads(job.payload or "{}")
+            self.indexer.manifest.record_poll(
+                job.source,
+                began_at=str(outcome.get("began_at")),
+                error=outcome.get("error"),
+                unconfirmed=outcome.get("unconfirmed") or [],
+            )
 
     def _account(self, report: IndexReport) -> None:
         self.stats.chunks_embedded += report.embedded

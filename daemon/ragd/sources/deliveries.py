@@ -10,15 +10,24 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Literal
 from urllib.parse import urlsplit
 
+from ragd.sources.json_body import got, json_object, optional_text
 from ragd.sources.webhooks import WebhookRejected
 
-__all__ = ["CONTENT_TYPES", "Delivery", "parse_delivery", "validate_entry_id"]
+__all__ = [
+    "CONTENT_TYPES",
+    "Delivery",
+    "from_job_payload",
+    "job_payload",
+    "parse_delivery",
+    "parse_time",
+    "sortable_time",
+    "validate_entry_id",
+]
 
 CONTENT_TYPES = ("text/markdown", "text/html", "text/plain")
 MAX_ENTRY_ID = 128
@@ -42,20 +51,14 @@ class Delivery:
 
     def version(self) -> str | None:
         """`updated_at` as fixed-width UTC text, so that text order is time order."""
-        t = self.updated_at
-        if t is None:
-            return None
-        # isoformat, not strftime: "%Y" does not zero-pad years below 1000 on every platform.
-        return t.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+        return None if self.updated_at is None else sortable_time(self.updated_at)
 
 
-class _DuplicateKeys(dict[str, Any]):
-    """A JSON object that named some key twice (kept only to be refused at the top level)."""
-
-
-def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    obj = dict(pairs)
-    return obj if len(obj) == len(pairs) else _DuplicateKeys(obj)
+def sortable_time(moment: datetime) -> str:
+    """A time as fixed-width UTC text, so that text order is time order (an entry's
+    version, as the job queue and the manifest compare it)."""
+    # isoformat, not strftime: "%Y" does not zero-pad years below 1000 on every platform.
+    return moment.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 def parse_delivery(body: bytes) -> Delivery:
@@ -64,33 +67,20 @@ def parse_delivery(body: bytes) -> Delivery:
     Unknown fields are ignored; a null optional field counts as absent; a delete's content
     is type-checked, then dropped.
     """
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError:
-        raise WebhookRejected(400, "the body is not valid UTF-8") from None
-    try:
-        payload = json.loads(text, object_pairs_hook=_object)
-    except RecursionError:
-        raise WebhookRejected(400, "the body is JSON nested too deeply") from None
-    except ValueError as exc:  # JSONDecodeError, and ints over Python's digit limit
-        raise WebhookRejected(400, f"the body is not valid JSON ({str(exc)[:120]})") from None
-    if not isinstance(payload, dict):
-        raise WebhookRejected(400, f"the body must be a JSON object, not {_kind(payload)}")
-    if isinstance(payload, _DuplicateKeys):
-        raise WebhookRejected(400, "the JSON object names the same field twice")
+    payload = json_object(body)
 
     for required in ("event", "id"):
         if payload.get(required) is None:
             raise WebhookRejected(400, f"{required} is missing")
     event = payload["event"]
     if event not in ("upsert", "delete"):
-        raise WebhookRejected(400, 'event must be "upsert" or "delete"' + _got(event))
+        raise WebhookRejected(400, 'event must be "upsert" or "delete"' + got(event))
     entry_id = validate_entry_id(payload["id"])
-    title = _optional_text(payload, "title", MAX_TITLE)
-    url = _url(_optional_text(payload, "url", MAX_URL))
-    updated_at = _timestamp(_optional_text(payload, "updated_at", 64))
-    content = _optional_text(payload, "content", None)
-    content_type = _optional_text(payload, "content_type", 64) or "text/markdown"
+    title = optional_text(payload, "title", MAX_TITLE)
+    url = _url(optional_text(payload, "url", MAX_URL))
+    updated_at = parse_time(optional_text(payload, "updated_at", 64), "updated_at")
+    content = optional_text(payload, "content", None)
+    content_type = optional_text(payload, "content_type", 64) or "text/markdown"
     if content_type not in CONTENT_TYPES:
         raise WebhookRejected(400, "content_type must be one of " + ", ".join(CONTENT_TYPES))
     return Delivery(
@@ -114,7 +104,7 @@ def validate_entry_id(value: object) -> str:
     if isinstance(value, int) and not isinstance(value, bool):
         value = str(value)
     if not isinstance(value, str):
-        raise WebhookRejected(400, "id must be a string (or an integer)" + _got(value))
+        raise WebhookRejected(400, "id must be a string (or an integer)" + got(value))
     if not value:
         raise WebhookRejected(400, "id is empty")
     if len(value) > MAX_ENTRY_ID:
@@ -143,17 +133,6 @@ def _id_problem(value: str) -> str:
     return f"contains {bad!r}; allowed are letters, digits, '.', '_', ':' and '-'"
 
 
-def _optional_text(payload: Mapping[str, Any], key: str, limit: int | None) -> str | None:
-    value = payload.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise WebhookRejected(400, f"{key} must be a string" + _got(value))
-    if limit is not None and len(value) > limit:
-        raise WebhookRejected(400, f"{key} is {len(value)} characters; the limit is {limit}")
-    return value
-
-
 def _url(value: str | None) -> str | None:
     if value is None:
         return None
@@ -167,32 +146,51 @@ def _url(value: str | None) -> str | None:
     return value
 
 
-def _timestamp(value: str | None) -> datetime | None:
+def parse_time(value: object, name: str, *, naive_is_utc: bool = False) -> datetime | None:
+    """An ISO 8601 date-time field as UTC (None when absent); WebhookRejected(400) naming
+    the field otherwise. Without `naive_is_utc` a time must carry its zone: guessing one
+    could order an old update after a new one."""
     if value is None:
         return None
+    if not isinstance(value, str):
+        raise WebhookRejected(400, f"{name} must be a string" + got(value))
     try:
-        parsed = datetime.fromisoformat(value) if value.isascii() else None
+        parsed = datetime.fromisoformat(value) if value.isascii() and len(value) <= 64 else None
     except ValueError:
         parsed = None
     if parsed is None:
-        raise WebhookRejected(400, "updated_at is not an ISO 8601 date-time")
-    if parsed.tzinfo is None:
-        raise WebhookRejected(400, "updated_at has no timezone (add 'Z' or an offset)")
+        raise WebhookRejected(400, f"{name} is not an ISO 8601 date-time")
+    if parsed.tzinfo is None and not naive_is_utc:
+        raise WebhookRejected(400, f"{name} has no timezone (add 'Z' or an offset)")
     try:
-        return parsed.astimezone(UTC)
+        return parsed.replace(tzinfo=parsed.tzinfo or UTC).astimezone(UTC)
     except OverflowError:
-        raise WebhookRejected(400, "updated_at is out of range") from None
+        raise WebhookRejected(400, f"{name} is out of range") from None
 
 
-_KINDS = ((bool, "a boolean"), (int | float, "a number"), (str, "a string"), (list, "an array"))
+def job_payload(delivery: Delivery) -> str:
+    """The delivery as the job queue keeps it (its key and version are the job's own)."""
+    return json.dumps(
+        {
+            "event": delivery.event,
+            "title": delivery.title,
+            "url": delivery.url,
+            "content": delivery.content,
+            "content_type": delivery.content_type,
+        }
+    )
 
 
-def _kind(value: object) -> str:
-    # Name the JSON type received, never the value: it may be huge or hostile.
-    if value is None:
-        return "null"
-    return next((name for t, name in _KINDS if isinstance(value, t)), "an object")
-
-
-def _got(value: object) -> str:
-    return "" if isinstance(value, str) else f", got {_kind(value)}"
+def from_job_payload(key: str, payload: str | None, version: str | None) -> Delivery:
+    """The delivery an `entry` job holds (see `job_payload`)."""
+    fields = json.loads(payload or "{}")
+    updated = None if version is None else datetime.fromisoformat(version)
+    return Delivery(
+        event="delete" if fields.get("event") == "delete" else "upsert",
+        entry_id=key,
+        title=fields.get("title"),
+        url=fields.get("url"),
+        updated_at=updated,
+        content=fields.get("content"),
+        content_type=fields.get("content_type") or "text/markdown",
+    )

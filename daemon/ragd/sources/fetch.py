@@ -1,19 +1,18 @@
-"""Fetching a CMS entry's content when a webhook delivery carries only its id.
+"""Fetching an entry of ragd's own webhook format when a delivery carries only its id.
 
-Owns the HTTP GET of a source's `fetch_url` (with `{id}` filled in, URL-quoted), its
-time-out, size cap and content-type check. Runs in the writer thread, never in the
-webhook request path, so a slow CMS delays indexing, not the CMS's delivery.
+Owns the GET of a source's `fetch_url` (with `{id}` filled in, URL-quoted) and what its
+answer means: Markdown, HTML or plain text in UTF-8 is the entry's content; a 404 or 410
+says the entry is gone. Time-outs, size caps and redirects are ragd.sources.http_client's.
+Runs in the writer thread, never in the webhook request path, so a slow CMS delays
+indexing, not the CMS's delivery.
 """
 
 from __future__ import annotations
 
-import urllib.error
 import urllib.parse
-import urllib.request
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 
-from ragd.errors import DocumentError
+from ragd.sources.deliveries import Delivery
+from ragd.sources.http_client import FetchError, HttpClient
 
 ACCEPTED_TYPES = {
     "text/markdown": "text/markdown",
@@ -23,35 +22,29 @@ ACCEPTED_TYPES = {
 }
 
 
-@dataclass(frozen=True)
 class EntryFetcher:
-    """GETs entries from one CMS. `headers` hold resolved values (tokens): never log them."""
+    """GETs entries from one CMS by `fetch_url`, through the source's HTTP client."""
 
-    url_template: str
-    timeout: float = 10.0
-    max_bytes: int = 5_000_000
-    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
+    def __init__(self, url_template: str, client: HttpClient) -> None:
+        self.url_template = url_template
+        self.client = client
 
     def url_for(self, entry_id: str) -> str:
         """The entry's URL: the template with `{id}` replaced by the quoted id."""
         return self.url_template.replace("{id}", urllib.parse.quote(entry_id, safe=""))
 
-    def fetch(self, entry_id: str) -> tuple[bytes, str]:
-        """The entry's bytes and content type; DocumentError with a one-line reason otherwise."""
-        url = self.url_for(entry_id)
-        # The config only admits http(s) fetch_url templates, so no file: or custom schemes.
-        request = urllib.request.Request(url, headers=dict(self.headers), method="GET")  # noqa: S310
+    def fetch_entry(self, key: str) -> Delivery | None:
+        """The entry's content; None when the CMS answers 404 or 410."""
+        url = self.url_for(key)
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as reply:  # noqa: S310
-                kind = reply.headers.get_content_type()
-                if kind not in ACCEPTED_TYPES:
-                    raise DocumentError(f"fetch {url}: unsupported content type '{kind}'")
-                data = reply.read(self.max_bytes + 1)
-        except urllib.error.HTTPError as exc:
-            raise DocumentError(f"fetch {url}: HTTP {exc.code}") from exc
-        except (urllib.error.URLError, TimeoutError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise DocumentError(f"fetch {url}: {reason}") from exc
-        if len(data) > self.max_bytes:
-            raise DocumentError(f"fetch {url}: entry exceeds {self.max_bytes} bytes")
-        return data, ACCEPTED_TYPES[kind]
+            fetched = self.client.get(url, accept=ACCEPTED_TYPES)
+        except FetchError as exc:
+            if exc.gone:
+                return None
+            raise
+        try:
+            text = fetched.data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise FetchError(f"GET {url}: the entry is not UTF-8 text") from None
+        kind = ACCEPTED_TYPES[fetched.content_type]
+        return Delivery("upsert", key, url=url, content=text, content_type=kind)

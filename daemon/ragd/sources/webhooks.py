@@ -26,6 +26,7 @@ __all__ = [
     "WebhookAuth",
     "WebhookRejected",
     "authenticate",
+    "check_bearer",
     "secret_key",
     "sign_github",
     "sign_standard_webhooks",
@@ -148,7 +149,7 @@ def authenticate(
     """
     lowered = _lower_headers(headers)
     if auth.bearer_token is not None:
-        _check_bearer(auth.bearer_token, lowered.get("authorization"))
+        check_bearer(auth.bearer_token, lowered.get("authorization"))
     if auth.scheme == "standard-webhooks":
         assert auth.secret is not None  # guaranteed by WebhookAuth.__post_init__
         return _check_standard(auth.secret, lowered, body, now=now, tolerance=tolerance)
@@ -172,7 +173,8 @@ def _lower_headers(headers: Mapping[str, str]) -> dict[str, str]:
     return lowered
 
 
-def _check_bearer(token: str, header: str | None) -> None:
+def check_bearer(token: str, header: str | None) -> None:
+    """Refuse (401) an Authorization header that is not `Bearer <token>`."""
     if header is None:
         raise WebhookRejected(401, "missing Authorization header (expected 'Bearer <token>')")
     scheme, _, given = header.strip().partition(" ")

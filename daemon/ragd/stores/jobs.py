@@ -14,13 +14,14 @@ import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Literal
 
 from ragd.stores.manifest import Manifest
-from ragd.stores.records import utc_now
+from ragd.stores.records import format_time, utc_now
 
-JobKind = Literal["scan", "path", "tree", "compact", "entry"]
+JobKind = Literal["scan", "path", "tree", "compact", "entry", "polled"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -64,7 +65,8 @@ class Job:
 
     kinds: `scan` (every source, in full), `path` (one file key of a source),
     `tree` (everything under a directory key of a source), `compact` (store housekeeping),
-    `entry` (a CMS entry to upsert or delete; `payload` holds the delivery as JSON).
+    `entry` (a CMS entry to upsert or delete; `payload` holds the delivery as JSON),
+    `polled` (how a poll of `source` ended, to record; `payload` holds it as JSON).
     """
 
     job_id: int
@@ -105,7 +107,13 @@ class JobQueue:
 
     def enqueue_many(self, jobs: Iterable[tuple[JobKind, str, str]]) -> None:
         """Add jobs in one transaction; a job already waiting gets a new generation."""
-        rows = [(kind, source, key, None, None, utc_now()) for kind, source, key in jobs]
+        self._enqueue_rows(
+            [(kind, source, key, None, None, utc_now()) for kind, source, key in jobs]
+        )
+
+    def _enqueue_rows(
+        self, rows: Sequence[tuple[str, str, str, str | None, str | None, str]]
+    ) -> None:
         if not rows:
             return
         with self._lock:
@@ -118,32 +126,63 @@ class JobQueue:
             self._conn.execute("COMMIT")
 
     def accept_delivery(
-        self, source: str, delivery_id: str, key: str, payload: str, version: str | None
+        self,
+        source: str,
+        delivery_id: str,
+        entries: Sequence[tuple[str, str, str | None]],
+        *,
+        repeat_after: timedelta | None = None,
     ) -> bool:
-        """Durably queue a webhook delivery as an `entry` job, once per delivery id.
+        """Durably queue a webhook delivery's entries (key, payload, version) as `entry`
+        jobs, once per delivery id.
 
         Returns False (and queues nothing) when this delivery id was already accepted:
-        senders retry, and a retry must not become a second job.
+        senders retry, and a retry must not become a second job. With `repeat_after`, an
+        id seen longer ago than that counts as new: for ids that are a hash of a body
+        with no time in it, where the same body later is a new change (A, B, A again).
         """
         now = utc_now()
+        fresh_since = (
+            None if repeat_after is None else format_time(datetime.now(UTC) - repeat_after)
+        )
         with self._lock:
             self._conn.execute("BEGIN IMMEDIATE")
             try:
-                seen = (
+                row = self._conn.execute(
+                    "SELECT received_at FROM deliveries WHERE source = ? AND delivery_id = ?",
+                    (source, delivery_id),
+                ).fetchone()
+                seen = row is not None and (fresh_since is None or row[0] >= fresh_since)
+                if not seen:
                     self._conn.execute(
                         "INSERT INTO deliveries (source, delivery_id, received_at) "
-                        "VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                        "VALUES (?, ?, ?) "
+                        "ON CONFLICT DO UPDATE SET received_at = excluded.received_at",
                         (source, delivery_id, now),
-                    ).rowcount
-                    == 0
-                )
-                if not seen:
-                    self._conn.execute(_UPSERT, ("entry", source, key, payload, version, now))
+                    )
+                    self._conn.executemany(
+                        _UPSERT,
+                        [
+                            ("entry", source, key, payload, version, now)
+                            for key, payload, version in entries
+                        ],
+                    )
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
             self._conn.execute("COMMIT")
         return not seen
+
+    def enqueue_entries(self, source: str, entries: Sequence[tuple[str, str, str | None]]) -> None:
+        """Queue entries a poll found (key, payload, version), in one transaction."""
+        now = utc_now()
+        rows = [("entry", source, key, payload, version, now) for key, payload, version in entries]
+        self._enqueue_rows(rows)
+
+    def enqueue_polled(self, source: str, outcome: str) -> None:
+        """Queue how a poll of `source` ended (JSON), for the writer to record after the
+        entries the poll queued before it."""
+        self._enqueue_rows([("polled", source, "", outcome, None, utc_now())])
 
     def forget_deliveries(self, older_than: str) -> int:
         """Drop delivery ids received before `older_than` (senders stop retrying by then)."""

@@ -139,6 +139,33 @@ class Manifest(ManifestReader):
                 [(f"checked:{name}", checked_at) for name in sources],
             )
 
+    def record_poll(
+        self, source: str, *, began_at: str, error: str | None, unconfirmed: Collection[str]
+    ) -> None:
+        """Record how a poll of a remote source ended.
+
+        A poll that could not list the source (`error`) marks it unreachable: its
+        documents read as stale until a poll succeeds. One that could vouches for every
+        live document of the source seen before it began, except the `unconfirmed` keys
+        (their fetch failed: what the source holds now is not known).
+        """
+        with self._transaction() as conn:
+            if error is not None:
+                conn.execute(
+                    "INSERT INTO meta (key, value) VALUES (?, ?) "
+                    "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    (f"unreachable:{source}", error[:500]),
+                )
+                return
+            conn.execute("DELETE FROM meta WHERE key = ?", (f"unreachable:{source}",))
+            conn.execute(
+                "UPDATE documents SET checked_at = ?1 "
+                "WHERE source = ?2 AND status != 'deleted' AND first_seen_at < ?1 "
+                "AND (checked_at IS NULL OR checked_at < ?1) "
+                "AND key NOT IN (SELECT value FROM json_each(?3))",
+                (began_at, source, json.dumps(sorted(unconfirmed))),
+            )
+
     def mark_for_redo(self, doc_ids: Collection[str]) -> None:
         """Send indexed documents back to pending, e.g. when a store lost their chunks."""
         with self._transaction() as conn:

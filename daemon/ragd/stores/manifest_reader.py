@@ -153,6 +153,25 @@ class ManifestReader:
         ).fetchone()
         return None if row is None else str(row[0])
 
+    def entry_versions(self, source: str) -> dict[str, tuple[str | None, str]]:
+        """Per live document of a source: (the version last applied, first_seen_at), what
+        a poll compares its listing with."""
+        rows = self._conn.execute(
+            "SELECT d.key, v.version, d.first_seen_at FROM documents d "
+            "LEFT JOIN entry_versions v USING (doc_id) "
+            "WHERE d.source = ? AND d.status != 'deleted'",
+            (source,),
+        )
+        return {key: (version, first_seen) for key, version, first_seen in rows}
+
+    def unreachable_sources(self) -> dict[str, str]:
+        """Sources whose last poll could not list them: name -> the error (meta keys
+        'unreachable:<source>'). Their documents are stale until a poll succeeds."""
+        rows = self._conn.execute(
+            "SELECT substr(key, 13), value FROM meta WHERE key LIKE 'unreachable:%'"
+        )
+        return {name: value for name, value in rows}
+
     def pending_doc_ids(self) -> set[str]:
         """Documents with a queued change not yet applied (read from the jobs table)."""
         try:

@@ -1,0 +1,78 @@
+"""A webhook body as a JSON object, read defensively.
+
+Owns the one way ragd reads a JSON body it did not write: strict UTF-8, no object that
+names a key twice (two parsers could each believe a different copy), bounded nesting,
+and messages that name the JSON type received but never echo the value. Also the small
+typed readers the CMS formats use to take fields out of such an object. Pure; every
+failure is a `WebhookRejected(400)` with a one-line message.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from ragd.sources.webhooks import WebhookRejected
+
+__all__ = ["describe", "got", "json_object", "optional_text", "parse_json"]
+
+
+class _DuplicateKeys(dict[str, Any]):
+    """A JSON object that named some key twice (kept only to be refused)."""
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    return obj if len(obj) == len(pairs) else _DuplicateKeys(obj)
+
+
+def parse_json(body: bytes) -> object:
+    """The body's JSON value; WebhookRejected(400) for bytes that are not one."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise WebhookRejected(400, "the body is not valid UTF-8") from None
+    try:
+        return json.loads(text, object_pairs_hook=_object)
+    except RecursionError:
+        raise WebhookRejected(400, "the body is JSON nested too deeply") from None
+    except ValueError as exc:  # JSONDecodeError, and ints over Python's digit limit
+        raise WebhookRejected(400, f"the body is not valid JSON ({str(exc)[:120]})") from None
+
+
+def json_object(body: bytes) -> dict[str, Any]:
+    """The body as a JSON object, with no key named twice at the top level."""
+    payload = parse_json(body)
+    if not isinstance(payload, dict):
+        raise WebhookRejected(400, f"the body must be a JSON object, not {describe(payload)}")
+    if isinstance(payload, _DuplicateKeys):
+        raise WebhookRejected(400, "the JSON object names the same field twice")
+    return payload
+
+
+def optional_text(payload: Mapping[str, Any], key: str, limit: int | None) -> str | None:
+    """`payload[key]` as text (None when absent or null); 400 for another type or length."""
+    value = payload.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise WebhookRejected(400, f"{key} must be a string" + got(value))
+    if limit is not None and len(value) > limit:
+        raise WebhookRejected(400, f"{key} is {len(value)} characters; the limit is {limit}")
+    return value
+
+
+_KINDS = ((bool, "a boolean"), (int | float, "a number"), (str, "a string"), (list, "an array"))
+
+
+def describe(value: object) -> str:
+    """The JSON type of `value` in words, never the value: it may be huge or hostile."""
+    if value is None:
+        return "null"
+    return next((name for t, name in _KINDS if isinstance(value, t)), "an object")
+
+
+def got(value: object) -> str:
+    """ ", got <type>" for a message, or "" for a string (its type was right, not its value)."""
+    return "" if isinstance(value, str) else f", got {describe(value)}"

@@ -1,0 +1,103 @@
+"""A WordPress site read through its REST API: published posts and pages.
+
+Owns listing a site's published posts and pages (`/wp-json/wp/v2/posts`, 100 a page,
+only `id` and `modified_gmt`) and fetching one whole (`title.rendered`,
+`content.rendered`, `link`). Every poll lists every id: that one sweep says both what
+changed (a `modified_gmt` newer than the version applied) and what is gone (trashed,
+unpublished or deleted posts drop out of the listing, which a `modified_after` query
+never shows). An entry is keyed `post:<id>` or `page:<id>`; `modified_gmt` is UTC
+without a zone (wordpress-develop class-wp-rest-posts-controller.php).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import urllib.parse
+from collections.abc import Mapping
+from typing import Any
+
+from ragd.errors import SourceError
+from ragd.sources.deliveries import Delivery, parse_time, sortable_time
+from ragd.sources.http_client import FetchError, HttpClient
+from ragd.sources.remote import Listed
+from ragd.sources.webhooks import WebhookRejected
+
+KINDS = {"post": "posts", "page": "pages"}
+PER_PAGE = 100
+MAX_PAGES = 10_000
+
+
+class WordPressSource:
+    """The published posts and pages of one WordPress site."""
+
+    def __init__(self, name: str, site_url: str, client: HttpClient) -> None:
+        self.name = name
+        self.api = site_url.rstrip("/") + "/wp-json/wp/v2"
+        self.client = client
+
+    def listing(self) -> list[Listed]:
+        """Every published post's and page's key and modified_gmt; SourceError on failure."""
+        listed: list[Listed] = []
+        try:
+            for kind, route in KINDS.items():
+                for page in range(1, MAX_PAGES + 1):
+                    query = {"_fields": "id,modified_gmt", "per_page": str(PER_PAGE)}
+                    query |= {"page": str(page), "orderby": "id", "order": "asc"}
+                    posts, pages = self._page(route, query)
+                    listed.extend(self._listed(kind, post) for post in posts)
+                    if page >= pages or not posts:
+                        break
+        except (FetchError, WebhookRejected) as exc:
+            raise SourceError(f"source '{self.name}': {exc}") from None
+        return listed
+
+    def fetch(self, item: Listed) -> Delivery | None:
+        """The post or page whole; None when WordPress answers 404 (or 410)."""
+        kind, _, ident = item.key.partition(":")
+        query = {"_fields": "id,link,modified_gmt,title,content"}
+        url = (
+            f"{self.api}/{KINDS[kind]}/{urllib.parse.quote(ident)}?{urllib.parse.urlencode(query)}"
+        )
+        try:
+            post = self.client.get_json(url)
+        except FetchError as exc:
+            if exc.gone:
+                return None
+            raise
+        if not isinstance(post, Mapping):
+            raise FetchError(f"GET {self.api}/{KINDS[kind]}/{ident}: not a post object")
+        content = _rendered(post.get("content"))
+        title = _rendered(post.get("title"))
+        link = post.get("link") if isinstance(post.get("link"), str) else None
+        updated = parse_time(post.get("modified_gmt"), "modified_gmt", naive_is_utc=True)
+        return Delivery(
+            "upsert", item.key, html.unescape(title) or None, link, updated, content, "text/html"
+        )
+
+    def _page(self, route: str, query: Mapping[str, str]) -> tuple[list[Any], int]:
+        url = f"{self.api}/{route}?{urllib.parse.urlencode(query)}"
+        fetched = self.client.get(url, accept=("application/json",))
+        try:
+            posts = json.loads(fetched.data)
+        except ValueError:
+            raise FetchError(f"GET {self.api}/{route}: the answer is not JSON") from None
+        if not isinstance(posts, list):
+            raise FetchError(f"GET {self.api}/{route}: the answer is not a list")
+        total = fetched.headers.get("x-wp-totalpages", "1")
+        return posts, int(total) if total.isdigit() else 1
+
+    def _listed(self, kind: str, post: object) -> Listed:
+        if not isinstance(post, Mapping) or not isinstance(post.get("id"), int):
+            raise FetchError(f"GET {self.api}/{KINDS[kind]}: a post without an integer id")
+        updated = parse_time(post.get("modified_gmt"), "modified_gmt", naive_is_utc=True)
+        return Listed(
+            f"{kind}:{post['id']}", None if updated is None else sortable_time(updated), ""
+        )
+
+
+def _rendered(value: object) -> str:
+    """WordPress's `{"rendered": "..."}` fields."""
+    if isinstance(value, Mapping) and isinstance(value.get("rendered"), str):
+        return str(value["rendered"])
+    return ""
