@@ -140,6 +140,8 @@ def status_text(report: dict[str, Any]) -> str:
             lines.append(f"failed  {s['name']}:{doc['path']}: {doc['error']}")
         for path in s["empty_documents"]:
             lines.append(f"empty   {s['name']}:{path}: no text to index")
+        if s.get("unreachable"):
+            lines.append(f"unreachable {s['name']}: the last poll failed: {s['unreachable']}")
         for reason, count in s["stale_by_reason"].items():
             lines.append(f"stale   {s['name']}: {count} documents ({reason})")
         if (second := s.get("second_stage")) and second["pending"]:
@@ -175,7 +177,17 @@ def _daemon_text(daemon: dict[str, Any]) -> list[str]:
         f"{watcher['overflows']} overflows"
         + (f", unwatched: {', '.join(unwatched)}" if unwatched else ""),
         f"next jobs: {next_jobs or 'none'}",
+        *(_poll_text(poll) for poll in (daemon.get("polls") or {}).values()),
     ]
+
+
+def _poll_text(poll: Mapping[str, Any]) -> str:
+    counts = (
+        f"{poll['listed']} listed, {poll['fetched']} fetched, {poll['unchanged']} unchanged, "
+        f"{poll['deleted']} deleted, {poll['failed']} failed"
+    )
+    ending = f"FAILED: {poll['error']}" if poll["error"] else counts
+    return f"last poll of {poll['source']}: {ending} ({poll['seconds']:.1f}s)"
 
 
 def _duration(seconds: float) -> str:
