@@ -1,0 +1,164 @@
+"""A thin delivery completed from the CMS's read API, against a real `ragd serve` and a fake
+Directus REST API on loopback.
+
+Directus's `items.update` carries only the fields that changed (directus/directus
+api/src/services/items.ts emits the update's payload), so with `api_url` configured ragd
+reads the whole item back from `GET /items/<collection>/<id>`, which answers
+`{"data": {...}}` (and 403 for an item that does not exist).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.parse
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cms_deliveries import Directus, Entry, compact, iso
+from tests.integration.daemon import Served, wait_until
+
+API_TOKEN = "directus-read-token"
+
+
+@dataclass
+class FakeDirectus:
+    """Items of the `articles` collection, served as Directus's REST API."""
+
+    items: dict[str, Entry] = field(default_factory=dict)
+    fetched: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                path = urllib.parse.urlsplit(self.path).path
+                if self.headers.get("Authorization") != f"Bearer {API_TOKEN}":
+                    self.answer(401, {"errors": [{"message": "Invalid user credentials."}]})
+                elif path == "/items/articles":
+                    self.answer(200, {"data": [fake.item(e) for e in fake.items.values()]})
+                elif path.startswith("/items/articles/"):
+                    ident = path.rsplit("/", 1)[-1]
+                    fake.fetched.append(ident)
+                    if ident in fake.items:
+                        self.answer(200, {"data": fake.item(fake.items[ident])})
+                    else:
+                        forbidden = {"message": "You don't have permission to access this."}
+                        self.answer(403, {"errors": [forbidden]})
+                else:
+                    self.answer(404, {"errors": [{"message": "Route doesn't exist."}]})
+
+            def answer(self, status: int, payload: dict[str, Any]) -> None:
+                body = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json; charset=utf-8")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @staticmethod
+    def item(entry: Entry) -> dict[str, Any]:
+        return {
+            "id": entry.ident,
+            "title": entry.title,
+            "content": f"## {entry.title}\n\n{entry.text}\n",
+            "date_updated": iso(entry.updated),
+        }
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def directus() -> Iterator[FakeDirectus]:
+    fake = FakeDirectus()
+    yield fake
+    fake.close()
+
+
+@pytest.fixture
+def served(tmp_path: Path, directus: FakeDirectus) -> Iterator[Served]:
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "seed.md").write_text("# Seed\n\nA folder page so the folder source is not empty.\n")
+    source = f"""
+[[sources]]
+name = "directus"
+type = "webhook"
+{Directus().source_toml()}api_url = "http://127.0.0.1:{directus.port}"
+api_token_env = "RAGD_TEST_DIRECTUS_API_TOKEN"
+content_types = ["articles"]
+"""
+    env = {**Directus().environ(), "RAGD_TEST_DIRECTUS_API_TOKEN": API_TOKEN}
+    daemon = Served(tmp_path, root, env=env, extra_sources=source).start().wait_ready()
+    wait_until(lambda: "directus" in daemon.status()["daemon"].get("polls", {}), 30, 0.2)
+    daemon.wait_idle()
+    directus.fetched.clear()
+    yield daemon
+    daemon.stop()
+
+
+def update(*keys: str, changed: dict[str, Any]) -> tuple[bytes, dict[str, str]]:
+    """A Flow's {{$trigger}} for an items.update of `keys`: only the changed fields."""
+    payload = {
+        "event": "articles.items.update",
+        "payload": changed,
+        "keys": list(keys),
+        "collection": "articles",
+    }
+    headers = {"Authorization": f"Bearer {Directus().token}", "Content-Type": "application/json"}
+    return compact(payload), headers
+
+
+def found(served: Served, text: str) -> list[str]:
+    return sorted(h["doc_id"] for h in served.query(text)["results"] if h["source"] == "directus")
+
+
+def test_an_update_carrying_only_the_changed_title_is_indexed_whole_from_the_api(
+    served: Served, directus: FakeDirectus
+) -> None:
+    directus.items["7"] = Entry("7", "Otters", "River otters hold hands while sleeping.")
+
+    status, answer = served.post("/v1/webhooks/directus", *update("7", changed={"title": "Otters"}))
+
+    assert (status, answer["status"]) == (202, "queued")
+    wait_until(lambda: found(served, "otters sleeping") == ["directus:articles:7"], 5)
+    assert directus.fetched == ["7"]
+
+
+def test_an_update_of_several_items_reads_each_back(served: Served, directus: FakeDirectus) -> None:
+    directus.items["8"] = Entry("8", "Beavers", "Beavers build lodges of mud.")
+    directus.items["9"] = Entry("9", "Muskrats", "Muskrats build lodges of reeds.")
+
+    status, _ = served.post("/v1/webhooks/directus", *update("8", "9", changed={"status": "x"}))
+
+    assert status == 202
+    wait_until(lambda: found(served, "lodges") == ["directus:articles:8", "directus:articles:9"], 5)
+    assert sorted(directus.fetched) == ["8", "9"]
+
+
+def test_an_update_of_an_item_the_api_no_longer_has_deletes_it(
+    served: Served, directus: FakeDirectus
+) -> None:
+    directus.items["10"] = Entry("10", "Voles", "Voles dig shallow runways.")
+    assert served.post("/v1/webhooks/directus", *update("10", changed={"title": "Voles"}))[0] == 202
+    wait_until(lambda: found(served, "voles runways") == ["directus:articles:10"], 5)
+
+    del directus.items["10"]
+    assert served.post("/v1/webhooks/directus", *update("10", changed={"title": "V"}))[0] == 202
+
+    wait_until(lambda: found(served, "voles runways") == [], 5)
