@@ -187,7 +187,7 @@ class Strapi:
         return Sent(sent.body, {**sent.headers, "Authorization": "Bearer guessed"})
 
     def source_toml(self) -> str:
-        return 'format = "strapi"\nbearer_token_env = "RAGD_TEST_STRAPI_TOKEN"\n'
+        return 'format = "strapi"\nbearer_token_env = "RAGD_TEST_STRAPI_TOKEN"\nlocales = ["en"]\n'
 
     def environ(self) -> dict[str, str]:
         return {"RAGD_TEST_STRAPI_TOKEN": self.token}
@@ -323,7 +323,7 @@ class Sanity:
             "_type": "post",
             "_updatedAt": iso(entry.updated),
             "title": entry.title,
-            "slug": entry.ident,
+            "slug": {"_type": "slug", "current": entry.ident},
             "content": [
                 {"_type": "block", "_key": "a1", "style": "h2", "markDefs": [],
                  "children": [{"_type": "span", "text": entry.title, "marks": []}]},

@@ -18,6 +18,7 @@ from ragd.config import (
     DEFAULT_MODEL,
     Config,
     FolderSourceConfig,
+    PollSourceConfig,
     WebhookSourceConfig,
     format_duration,
     load_config,
@@ -759,4 +760,281 @@ def test_fusion_is_convex_or_rrf(tmp_path: Path) -> None:
     assert load_config(path).search.fusion == "rrf"
     assert error('[search]\nfusion = "max"\n' + FOLDER, tmp_path) == (
         'config.toml: search.fusion: must be one of "convex", "rrf", got "max"'
+    )
+
+
+# --- webhook formats -------------------------------------------------------------------------
+
+
+def cms(form: str, body: str = "") -> str:
+    """A webhook source of CMS format `form`."""
+    return webhook(f'format = "{form}"\n{body}')
+
+
+@pytest.mark.parametrize(
+    ("form", "credential"),
+    [
+        ("ghost", 'secret_env = "S"'),
+        ("sanity", 'secret_env = "S"'),
+        ("contentful", 'secret_env = "S"'),
+        ("contentful", 'bearer_token_env = "T"'),
+        ("strapi", 'bearer_token_env = "T"'),
+        ("directus", 'bearer_token_env = "T"'),
+    ],
+)
+def test_each_format_is_valid_with_its_credential(
+    tmp_path: Path, form: str, credential: str
+) -> None:
+    source = webhook_source(parse(cms(form, credential), tmp_path), "cms")
+    assert source.format == form
+
+
+@pytest.mark.parametrize(
+    ("form", "problem"),
+    [
+        ("ghost", "secret_env: a Ghost source needs the webhook's secret"),
+        ("sanity", "secret_env: a Sanity source needs the webhook's secret"),
+        ("contentful", "secret_env: a Contentful source needs the space's signing secret"),
+        ("strapi", "bearer_token_env: a Strapi source needs bearer_token_env"),
+        ("directus", "bearer_token_env: a Directus source needs bearer_token_env"),
+    ],
+)
+def test_each_format_requires_its_credential(tmp_path: Path, form: str, problem: str) -> None:
+    assert error(cms(form), tmp_path).startswith(f"config.toml: sources.cms.{problem}")
+
+
+def test_a_ghost_secret_may_be_a_file(tmp_path: Path) -> None:
+    source = webhook_source(parse(cms("ghost", 'secret_file = "ghost.key"'), tmp_path), "cms")
+    assert source.secret_file == tmp_path / "ghost.key"
+
+
+@pytest.mark.parametrize(
+    ("form", "line", "users"),
+    [
+        ("strapi", 'secret_env = "S"', "ragd, ghost, contentful, sanity"),
+        ("ghost", 'body_field = "html"', "strapi, directus, contentful, sanity"),
+        ("ghost", 'locale = "de-DE"', "contentful"),
+        ("directus", 'locales = ["de"]', "strapi"),
+        ("strapi", 'fetch_url = "https://cms/{id}"', "ragd"),
+        ("ragd", 'title_field = "name"', "strapi, directus, contentful, sanity"),
+        # Sanity signs its webhooks: a token that was never checked would only mislead.
+        ("sanity", 'bearer_token_env = "T"', "ragd, strapi, directus, contentful"),
+    ],
+)
+def test_a_key_of_another_format_is_rejected_naming_its_formats(
+    tmp_path: Path, form: str, line: str, users: str
+) -> None:
+    # Only the key under test is foreign: the credentials are the format's own.
+    own = 'bearer_token_env = "T"\n' if form in ("strapi", "directus") else 'secret_env = "S"\n'
+    key = line.split(" ", 1)[0]
+    message = error(cms(form, own + line), tmp_path)
+    assert message == (
+        f'config.toml: sources.cms.{key}: does not apply to format = "{form}" (it is for {users})'
+    )
+
+
+def test_field_mapping_is_read_for_a_format_that_maps_fields(tmp_path: Path) -> None:
+    body = 'bearer_token_env = "T"\ntitle_field = "headline"\nbody_field = "body.html"'
+    body += '\nbody_format = "html"\nurl_template = "https://site.example/{slug}"'
+    source = webhook_source(parse(cms("strapi", body), tmp_path), "cms")
+    assert (source.title_field, source.body_field, source.body_format) == (
+        "headline",
+        "body.html",
+        "html",
+    )
+    assert source.url_template == "https://site.example/{slug}"
+
+
+@pytest.mark.parametrize(
+    ("template", "problem"),
+    [
+        ("/posts/{slug}", "must be an absolute http:// or https:// URL"),
+        ("ftp://site/{slug}", "must be an absolute http:// or https:// URL"),
+        ("https://site/{bad name}", "placeholder {bad name} is not a field name"),
+    ],
+)
+def test_bad_url_template_is_rejected(tmp_path: Path, template: str, problem: str) -> None:
+    body = f'bearer_token_env = "T"\nurl_template = "{template}"'
+    message = error(cms("strapi", body), tmp_path)
+    assert message.startswith(f'config.toml: sources.cms.url_template: {problem}, got "{template}"')
+
+
+def test_a_field_name_must_be_a_name(tmp_path: Path) -> None:
+    message = error(cms("strapi", 'bearer_token_env = "T"\ntitle_field = "a b"'), tmp_path)
+    assert message.startswith(
+        'config.toml: sources.cms.title_field: is not a field name, got "a b"'
+    )
+
+
+# --- read APIs of webhook sources ------------------------------------------------------------
+
+
+def test_an_api_url_with_its_token_is_read(tmp_path: Path) -> None:
+    body = 'secret_env = "S"\napi_url = "https://ghost.example.com"\napi_token_env = "K"'
+    source = webhook_source(parse(cms("ghost", body), tmp_path), "cms")
+    assert source.api_url == "https://ghost.example.com"
+    assert source.api_token_env == "K"
+    assert source.reconcile_interval == timedelta(hours=1)
+
+
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        ("ftp://ghost.example.com", 'must be an absolute http:// or https:// URL, got "ftp://'),
+        ("ghost.example.com", "must be an absolute http:// or https:// URL"),
+        ("https://ghost.example.com/{id}", "takes no placeholders"),
+        ("https://ghost.example.com/a b", "must not contain spaces or control characters"),
+    ],
+)
+def test_a_bad_api_url_is_rejected(tmp_path: Path, url: str, problem: str) -> None:
+    body = f'secret_env = "S"\napi_url = "{url}"\napi_token_env = "K"'
+    message = error(cms("ghost", body), tmp_path)
+    assert message.startswith(f"config.toml: sources.cms.api_url: {problem}")
+
+
+def test_credentials_in_an_api_url_are_rejected_and_not_echoed(tmp_path: Path) -> None:
+    body = 'secret_env = "S"\napi_url = "https://me:hunter2@ghost.example.com"\napi_token_env = "K"'
+    message = error(cms("ghost", body), tmp_path)
+    assert "sources.cms.api_url: must not carry credentials" in message
+    assert "hunter2" not in message
+
+
+def test_an_api_url_needs_its_token(tmp_path: Path) -> None:
+    body = 'secret_env = "S"\napi_url = "https://ghost.example.com"'
+    message = error(cms("ghost", body), tmp_path)
+    assert message.startswith("config.toml: sources.cms.api_token_env: is required with api_url")
+
+
+def test_a_public_sanity_dataset_needs_no_api_token(tmp_path: Path) -> None:
+    body = 'secret_env = "S"\napi_url = "https://p.api.sanity.io/v2021-10-21/data/query/prod"'
+    body += '\ncontent_types = ["post"]'
+    source = webhook_source(parse(cms("sanity", body), tmp_path), "cms")
+    assert source.api_token_env is None
+    assert dict(source.content_types or {}) == {"post": "post"}
+
+
+def test_a_reconciled_strapi_source_needs_its_content_types(tmp_path: Path) -> None:
+    body = 'bearer_token_env = "T"\napi_url = "https://strapi.example.com"\napi_token_env = "K"'
+    message = error(cms("strapi", body), tmp_path)
+    assert message.startswith("config.toml: sources.cms.content_types: is required with api_url")
+
+
+def test_strapi_content_types_map_models_to_collections(tmp_path: Path) -> None:
+    body = 'bearer_token_env = "T"\napi_url = "https://strapi.example.com"\napi_token_env = "K"'
+    body += '\ncontent_types = { article = "articles" }'
+    source = webhook_source(parse(cms("strapi", body), tmp_path), "cms")
+    assert dict(source.content_types or {}) == {"article": "articles"}
+
+
+@pytest.mark.parametrize("key", ['api_token_env = "K"', 'reconcile_interval = "2h"'])
+def test_api_settings_without_api_url_are_rejected(tmp_path: Path, key: str) -> None:
+    message = error(cms("ghost", f'secret_env = "S"\n{key}'), tmp_path)
+    name = key.split(" ", 1)[0]
+    assert message.startswith(f"config.toml: sources.cms.{name}: has no effect without api_url")
+
+
+def test_a_reconcile_interval_under_a_minute_is_rejected(tmp_path: Path) -> None:
+    body = 'secret_env = "S"\napi_url = "https://g.example.com"\napi_token_env = "K"'
+    message = error(cms("ghost", body + '\nreconcile_interval = "30s"'), tmp_path)
+    assert "sources.cms.reconcile_interval: must be at least 1 minute" in message
+
+
+# --- polled sources: sitemap and wordpress ---------------------------------------------------
+
+
+def polled(kind: str, url: str, body: str = "") -> str:
+    return f'[[sources]]\nname = "site"\ntype = "{kind}"\nurl = "{url}"\n{body}\n'
+
+
+def poll_source(config: Config, name: str) -> PollSourceConfig:
+    source = config.source(name)
+    assert isinstance(source, PollSourceConfig)
+    return source
+
+
+def test_a_sitemap_source_takes_defaults(tmp_path: Path) -> None:
+    url = "https://docs.example.com/sitemap.xml"
+    source = poll_source(parse(polled("sitemap", url), tmp_path), "site")
+    assert (source.type, source.url) == ("sitemap", url)
+    assert source.poll_interval == timedelta(hours=1)
+    assert source.max_age == timedelta(days=7)
+    assert source.fetch_timeout == timedelta(seconds=10)
+    assert source.fetch_max_bytes == 5_000_000
+    assert source.max_concurrency == 4
+
+
+def test_a_wordpress_source_takes_its_settings(tmp_path: Path) -> None:
+    body = (
+        'poll_interval = "15m"\nfetch_timeout = "30s"\nfetch_max_bytes = 1000\nmax_concurrency = 2'
+    )
+    source = poll_source(
+        parse(polled("wordpress", "https://blog.example.com", body), tmp_path), "site"
+    )
+    assert (source.type, source.url) == ("wordpress", "https://blog.example.com")
+    assert source.poll_interval == timedelta(minutes=15)
+    assert source.fetch_timeout == timedelta(seconds=30)
+    assert (source.fetch_max_bytes, source.max_concurrency) == (1000, 2)
+
+
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        ("ftp://docs.example.com/sitemap.xml", "must be an absolute http:// or https:// URL"),
+        ("/sitemap.xml", "must be an absolute http:// or https:// URL"),
+        ("https://docs.example.com/site map.xml", "must not contain spaces or control characters"),
+        ("https://docs.example.com/{lang}/sitemap.xml", "takes no placeholders"),
+    ],
+)
+@pytest.mark.parametrize("kind", ["sitemap", "wordpress"])
+def test_a_polled_source_with_a_bad_url_is_rejected(
+    tmp_path: Path, kind: str, url: str, problem: str
+) -> None:
+    assert error(polled(kind, url), tmp_path).startswith(
+        f"config.toml: sources.site.url: {problem}"
+    )
+
+
+def test_a_polled_source_needs_a_url(tmp_path: Path) -> None:
+    message = error('[[sources]]\nname = "site"\ntype = "sitemap"\n', tmp_path)
+    assert message.startswith("config.toml: sources.site.url: is required")
+
+
+def test_credentials_in_a_polled_url_are_rejected_and_not_echoed(tmp_path: Path) -> None:
+    message = error(polled("sitemap", "https://me:hunter2@docs.example.com/s.xml"), tmp_path)
+    assert "sources.site.url: must not carry credentials" in message
+    assert "hunter2" not in message
+
+
+def test_a_poll_interval_under_a_minute_is_rejected(tmp_path: Path) -> None:
+    text = polled("sitemap", "https://d.example.com/s.xml", 'poll_interval = "30s"')
+    assert error(text, tmp_path) == (
+        "config.toml: sources.site.poll_interval: must be at least 1 minute"
+    )
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ("max_concurrency = 33", "max_concurrency: must be between 1 and 32, got 33"),
+        ("fetch_max_bytes = 0", "fetch_max_bytes: must be at least 1, got 0"),
+    ],
+)
+def test_bad_polled_limits_are_rejected(tmp_path: Path, line: str, problem: str) -> None:
+    text = polled("wordpress", "https://blog.example.com", line)
+    assert error(text, tmp_path).startswith(f"config.toml: sources.site.{problem}")
+
+
+def test_a_webhook_key_on_a_sitemap_source_is_an_error(tmp_path: Path) -> None:
+    text = polled("sitemap", "https://d.example.com/s.xml", 'secret_env = "S"')
+    assert error(text, tmp_path) == (
+        "config.toml: sources.site.secret_env: 'secret_env' applies to webhook sources only, "
+        'and this source has type = "sitemap"'
+    )
+
+
+def test_a_polled_key_on_a_folder_source_names_both_polled_kinds(tmp_path: Path) -> None:
+    message = error(FOLDER + 'url = "https://d.example.com/s.xml"\n', tmp_path)
+    assert message == (
+        "config.toml: sources.docs.url: 'url' applies to sitemap sources and wordpress "
+        'sources only, and this source has type = "folder"'
     )

@@ -99,7 +99,7 @@ FORMAT_KEYS: Final[Mapping[str, tuple[str, ...]]] = {
     "strapi": ("bearer_token_env", *_MAPPING, "locales", *_API),
     "directus": ("bearer_token_env", *_MAPPING, *_API),
     "contentful": (*_SECRET, "bearer_token_env", *_MAPPING, "locale", *_API),
-    "sanity": (*_SECRET, "bearer_token_env", *_MAPPING, *_API),
+    "sanity": (*_SECRET, *_MAPPING, *_API),
 }  # fmt: skip
 WEBHOOK_KEYS: Final = tuple(dict.fromkeys(_COMMON + sum(FORMAT_KEYS.values(), ())))
 _CONVERTERS: Final = {

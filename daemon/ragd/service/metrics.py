@@ -78,8 +78,9 @@ class Metrics:
         self.registry = CollectorRegistry()
         self.webhook_deliveries = Counter(
             "ragd_webhook_deliveries",
-            "Webhook deliveries by source and outcome "
-            "(queued, duplicate, unauthorized, malformed, unknown_source, too_large)",
+            "Webhook deliveries by source and outcome (queued, duplicate, ignored, "
+            "unauthorized, malformed, unknown_source, too_large); a source that is not "
+            "configured counts as _unknown",
             ["source", "outcome"],
             registry=self.registry,
         )

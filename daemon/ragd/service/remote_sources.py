@@ -185,7 +185,7 @@ def _format(
     if source.format == "strapi":
         assert token is not None
         strapi = api if isinstance(api, StrapiApi) else None
-        return StrapiFormat(token, fields, content_types=types, api=strapi)
+        return StrapiFormat(token, fields, content_types=types, locales=source.locales, api=strapi)
     if source.format == "directus":
         assert token is not None
         directus = api if isinstance(api, DirectusApi) else None
@@ -212,5 +212,8 @@ def _format(
 
 def _fetcher(source: WebhookSourceConfig, env: Mapping[str, str]) -> EntryFetcher:
     assert source.fetch_url is not None
-    headers = {name: env.get(var, "") for name, var in source.fetch_headers_env.items()}
+    headers = {
+        name: str(_env(source, f"fetch_headers_env.{name}", var, env))
+        for name, var in source.fetch_headers_env.items()
+    }
     return EntryFetcher(source.fetch_url, _client(source, headers))

@@ -136,14 +136,28 @@ def _id_problem(value: str) -> str:
 def _url(value: str | None) -> str | None:
     if value is None:
         return None
+    if web_url(value) is None:
+        raise WebhookRejected(400, "url must be an absolute http:// or https:// URL")
+    return value
+
+
+def web_url(value: object) -> str | None:
+    """`value` if it is an absolute http(s) URL of at most MAX_URL printable characters,
+    else None: the link a hit shows, taken from a CMS's or a site's own answer."""
+    if not isinstance(value, str) or len(value) > MAX_URL:
+        return None
     try:
         parts = urlsplit(value)
         ok = parts.scheme.lower() in ("http", "https") and bool(parts.hostname)
     except ValueError:  # e.g. an unbalanced "[" in the host
         ok = False
-    if not ok or any(c.isspace() or not c.isprintable() for c in value):
-        raise WebhookRejected(400, "url must be an absolute http:// or https:// URL")
-    return value
+    printable = not any(c.isspace() or not c.isprintable() for c in value)
+    return value if ok and printable else None
+
+
+def web_title(value: object) -> str | None:
+    """`value` cut to MAX_TITLE characters if it is text that is not blank, else None."""
+    return value[:MAX_TITLE] if isinstance(value, str) and value.strip() else None
 
 
 def parse_time(value: object, name: str, *, naive_is_utc: bool = False) -> datetime | None:

@@ -13,7 +13,11 @@ system's certificates, and nothing that would justify another dependency.
 
 from __future__ import annotations
 
+import contextlib
+import http.client
 import json
+import socket
+import ssl
 import threading
 import time
 import urllib.error
@@ -23,7 +27,7 @@ import zlib
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from http.client import HTTPMessage
-from typing import IO
+from typing import IO, Any
 
 from ragd.errors import RagdError
 
@@ -89,6 +93,82 @@ def shown(url: str) -> str:
     return urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
 
 
+def same_host(url: str, other: str) -> bool:
+    """Whether `other` is on `url`'s host and port: the same host name, and the same
+    port, or both on their scheme's default (an http-to-https move stays on the host;
+    a move to another port, such as a database's on the same machine, does not)."""
+    a, b = urllib.parse.urlsplit(url), urllib.parse.urlsplit(other)
+    try:
+        ports = (a.port, b.port)
+    except ValueError:  # a port that is not a number
+        return False
+    defaults = {"http": 80, "https": 443}
+    port_a, port_b = ports[0] or defaults.get(a.scheme), ports[1] or defaults.get(b.scheme)
+    same_port = port_a == port_b or ports == (None, None)
+    return bool(a.hostname) and a.hostname == b.hostname and same_port
+
+
+class _Deadline:
+    """Shuts a connection's socket at the request's deadline. The socket timeout bounds
+    each read, not the whole answer, and http.client reads the status line and headers
+    a line at a time: a server sending them a byte at a time would hold ragd forever."""
+
+    def __init__(self, deadline: float) -> None:
+        self.deadline = deadline
+
+    def watch(self, sock: socket.socket) -> threading.Timer:
+        def expire() -> None:
+            with contextlib.suppress(OSError):  # already closed
+                sock.shutdown(socket.SHUT_RDWR)
+
+        timer = threading.Timer(max(0.0, self.deadline - time.monotonic()), expire)
+        timer.daemon = True
+        timer.start()
+        return timer
+
+
+def _watched(base: type[http.client.HTTPConnection]) -> type[http.client.HTTPConnection]:
+    class Watched(base):  # type: ignore[valid-type,misc]
+        def __init__(self, *args: Any, deadline: _Deadline, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._deadline = deadline
+            self._timer: threading.Timer | None = None
+
+        def connect(self) -> None:
+            super().connect()
+            self._timer = self._deadline.watch(self.sock)
+
+        def close(self) -> None:
+            if self._timer is not None:
+                self._timer.cancel()
+            super().close()
+
+    return Watched
+
+
+_WatchedHTTP = _watched(http.client.HTTPConnection)
+_WatchedHTTPS = _watched(http.client.HTTPSConnection)
+
+
+class _DeadlineHTTP(urllib.request.HTTPHandler):
+    def __init__(self, deadline: _Deadline) -> None:
+        super().__init__()
+        self.deadline = deadline
+
+    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(_WatchedHTTP, req, deadline=self.deadline)
+
+
+class _DeadlineHTTPS(urllib.request.HTTPSHandler):
+    def __init__(self, deadline: _Deadline, context: ssl.SSLContext) -> None:
+        super().__init__(context=context)
+        self.deadline = deadline
+        self.ssl_context = context
+
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(_WatchedHTTPS, req, context=self.ssl_context, deadline=self.deadline)
+
+
 class _SameHostRedirects(urllib.request.HTTPRedirectHandler):
     """Follows at most MAX_REDIRECTS redirects, each to http(s) on the same host."""
 
@@ -103,8 +183,9 @@ class _SameHostRedirects(urllib.request.HTTPRedirectHandler):
         headers: HTTPMessage,
         newurl: str,
     ) -> urllib.request.Request | None:
-        old, new = urllib.parse.urlsplit(req.full_url), urllib.parse.urlsplit(newurl)
-        if new.scheme not in ("http", "https") or new.hostname != old.hostname:
+        scheme = urllib.parse.urlsplit(newurl).scheme
+        if scheme not in ("http", "https") or not same_host(req.full_url, newurl):
+            fp.close()  # the redirect's own answer: its socket, not left to the collector
             where = f"GET {shown(req.full_url)}"
             raise FetchError(f"{where}: redirected off the host to {shown(newurl)}")
         return super().redirect_request(req, fp, code, msg, headers, newurl)
@@ -116,7 +197,7 @@ class HttpClient:
     def __init__(self, limits: Limits, headers: Mapping[str, str] | None = None) -> None:
         self.limits = limits
         self._headers = {"User-Agent": USER_AGENT, **(headers or {})}
-        self._opener = urllib.request.build_opener(_SameHostRedirects())
+        self._tls = ssl.create_default_context()
         self._slots: dict[str, threading.BoundedSemaphore] = {}
         self._slots_lock = threading.Lock()
 
@@ -157,38 +238,55 @@ class HttpClient:
         deadline = time.monotonic() + self.limits.timeout
         # The URL is http(s): checked in `get`, and redirects are held to it.
         request = urllib.request.Request(url, headers=headers, method="GET")  # noqa: S310
+        # An opener per request: its handlers carry this request's deadline.
+        watch = _Deadline(deadline)
+        opener = urllib.request.build_opener(
+            _SameHostRedirects(), _DeadlineHTTP(watch), _DeadlineHTTPS(watch, self._tls)
+        )
         try:
-            with self._opener.open(request, timeout=self.limits.timeout) as reply:
+            with opener.open(request, timeout=self.limits.timeout) as reply:
                 kind = reply.headers.get_content_type()
                 gzipped = kind in GZIP_TYPES or reply.headers.get("Content-Encoding") == "gzip"
-                if kind not in accept and not gzipped:
+                # A gzip file's media type is its content's, unknown: the first of `accept`.
+                # A gzip-encoded body has its own Content-Type, checked like any other.
+                if kind not in accept and kind not in GZIP_TYPES:
                     raise FetchError(f"{where}: unexpected content type '{kind[:80]}'")
                 data = self._read(reply, deadline, where)
+                if time.monotonic() > deadline:  # the watch cut the answer short
+                    raise FetchError(f"{where}: took longer than {self.limits.timeout:g} s")
                 final = reply.geturl()
                 answer_headers = {k.lower(): v for k, v in reply.headers.items()}
                 charset = reply.headers.get_content_charset()
         except FetchError:
             raise
         except urllib.error.HTTPError as exc:
+            exc.close()  # it holds the answer and its socket
             raise FetchError(f"{where}: HTTP {exc.code}", status=exc.code) from None
+        except http.client.HTTPException as exc:  # a status line or a chunk that is not HTTP
+            raise FetchError(f"{where}: not a valid HTTP answer ({type(exc).__name__})") from None
         except (urllib.error.URLError, TimeoutError, OSError, ValueError) as exc:
             reason = getattr(exc, "reason", exc)
             raise FetchError(f"{where}: {str(reason)[:200]}") from None
         if gzipped:
-            data, kind = self._inflate(data, where), next(iter(accept))
+            data = self._inflate(data, where)
+            kind = next(iter(accept)) if kind in GZIP_TYPES else kind
         return Fetched(final, kind, data, answer_headers, charset)
 
-    def _read(self, reply: IO[bytes], deadline: float, where: str) -> bytes:
+    def _read(self, reply: http.client.HTTPResponse, deadline: float, where: str) -> bytes:
         """The body, in pieces, checking the size cap and the deadline between pieces."""
         pieces: list[bytes] = []
         size = 0
-        while piece := reply.read(_READ_BYTES):
+        # read1, not read: read(n) waits for all n bytes, so a body trickling a byte at a
+        # time (each within the socket timeout) would never reach the deadline check.
+        while piece := reply.read1(_READ_BYTES):
             size += len(piece)
             if size > self.limits.max_bytes:
                 raise FetchError(f"{where}: the body exceeds {self.limits.max_bytes} bytes")
             if time.monotonic() > deadline:
                 raise FetchError(f"{where}: took longer than {self.limits.timeout:g} s")
             pieces.append(piece)
+        if reply.length:  # Content-Length promised more than came before the close
+            raise FetchError(f"{where}: the body ended {reply.length} bytes early")
         return b"".join(pieces)
 
     def _inflate(self, data: bytes, where: str) -> bytes:

@@ -58,27 +58,31 @@ def _quote(text: str) -> str:
     return "\n".join(f"> {line}" if line else ">" for line in text.splitlines())
 
 
-def _item(marker: str, text: str, depth: int) -> str:
-    indent = "  " * depth
+def _item(marker: str, text: str, indent: str) -> str:
+    # Continuation lines (and nested lists) align with the item's text, as CommonMark
+    # requires: under "1." that is three columns, not two.
     lines = text.splitlines() or [""]
-    rest = "".join(f"\n{indent}  {line}" for line in lines[1:])
+    inner = indent + " " * (len(marker) + 1)
+    rest = "".join(f"\n{inner}{line}" for line in lines[1:])
     return f"{indent}{marker} {lines[0]}{rest}"
 
 
 # -- Strapi blocks (strapi/blocks-react-renderer, the blocks validator) -----------------------
 
 
-def _strapi_inline(children: object) -> str:
+def _strapi_inline(children: object, depth: int) -> str:
+    if depth > MAX_DEPTH:
+        return ""
     parts = []
     for node in _nodes(children):
         if node.get("type") == "link":
-            label = _strapi_inline(node.get("children"))
+            label = _strapi_inline(node.get("children"), depth + 1)
             url = _text(node.get("url"))
             parts.append(f"[{label}]({url})" if url else label)
         elif node.get("code"):
             parts.append(f"`{_text(node.get('text'))}`")
         else:
-            parts.append(_text(node.get("text")) or _strapi_inline(node.get("children")))
+            parts.append(_text(node.get("text")) or _strapi_inline(node.get("children"), depth + 1))
     return "".join(parts)
 
 
@@ -91,33 +95,35 @@ def _strapi_blocks(nodes: object, depth: int) -> list[str]:
         if kind == "heading":
             level = node.get("level")
             hashes = "#" * (level if isinstance(level, int) and 1 <= level <= 6 else 2)
-            out.append(f"{hashes} {_strapi_inline(node.get('children'))}")
+            out.append(f"{hashes} {_strapi_inline(node.get('children'), depth)}")
         elif kind == "list":
             out.append(_strapi_list(node, depth))
         elif kind == "quote":
-            out.append(_quote(_strapi_inline(node.get("children"))))
+            out.append(_quote(_strapi_inline(node.get("children"), depth)))
         elif kind == "code":
             language = node.get("language", node.get("syntax"))
-            out.append(_fence(_strapi_inline(node.get("children")), language))
+            out.append(_fence(_strapi_inline(node.get("children"), depth), language))
         elif kind == "image":
             image = node["image"] if isinstance(node.get("image"), dict) else {}
             out.append(_text(image.get("alternativeText")) or _text(image.get("caption")))
         else:
-            out.append(_strapi_inline(node.get("children")))
+            out.append(_strapi_inline(node.get("children"), depth))
     return out
 
 
-def _strapi_list(node: dict[str, Any], depth: int) -> str:
+def _strapi_list(node: dict[str, Any], depth: int, indent: str = "") -> str:
     ordered = node.get("format") == "ordered"
     lines = []
     number = 0
+    nested = indent + "  "  # a nested list belongs to the item before it
     for child in _nodes(node.get("children")):
         if child.get("type") == "list" and depth < MAX_DEPTH:
-            lines.append(_strapi_list(child, depth + 1))
+            lines.append(_strapi_list(child, depth + 1, nested))
             continue
         number += 1
         marker = f"{number}." if ordered else "-"
-        lines.append(_item(marker, _strapi_inline(child.get("children")), depth))
+        nested = indent + " " * (len(marker) + 1)
+        lines.append(_item(marker, _strapi_inline(child.get("children"), depth), indent))
     return "\n".join(lines)
 
 
@@ -126,9 +132,9 @@ def _strapi_list(node: dict[str, Any], depth: int) -> str:
 
 def _portable_inline(block: dict[str, Any]) -> str:
     links = {
-        d.get("_key"): _text(d.get("href"))
+        d["_key"]: _text(d.get("href"))
         for d in _nodes(block.get("markDefs"))
-        if d.get("_type") == "link"
+        if d.get("_type") == "link" and isinstance(d.get("_key"), str)
     }
     parts = []
     for span in _nodes(block.get("children")):
@@ -136,7 +142,7 @@ def _portable_inline(block: dict[str, Any]) -> str:
         marks: list[Any] = span["marks"] if isinstance(span.get("marks"), list) else []
         if "code" in marks:
             text = f"`{text}`"
-        href = next((links[m] for m in marks if links.get(m)), None)
+        href = next((links[m] for m in marks if isinstance(m, str) and links.get(m)), None)
         parts.append(f"[{text}]({href})" if href else text)
     return "".join(parts)
 
@@ -144,19 +150,23 @@ def _portable_inline(block: dict[str, Any]) -> str:
 def _portable_blocks(blocks: Iterable[object]) -> list[str]:
     out: list[str] = []
     numbers: dict[int, int] = {}  # the running number of each list level, while in a list
+    nested: dict[int, str] = {}  # the indent of the items under each level's last item
     for block in _nodes(blocks):
         kind = block.get("_type")
         list_item = block.get("listItem") if kind == "block" else None
         if not isinstance(list_item, str):
-            numbers = {}
+            numbers, nested = {}, {}
         if kind == "block" and isinstance(list_item, str):
             level = block.get("level")
             depth = max(0, min(level if isinstance(level, int) else 1, MAX_DEPTH) - 1)
             in_list = bool(numbers)
             numbers = {d: n for d, n in numbers.items() if d <= depth}
+            nested = {d: i for d, i in nested.items() if d < depth}
             numbers[depth] = numbers.get(depth, 0) + 1
             marker = f"{numbers[depth]}." if list_item == "number" else "-"
-            line = _item(marker, _portable_inline(block), depth)
+            indent = nested[max(nested)] if nested else ""
+            nested[depth] = indent + " " * (len(marker) + 1)
+            line = _item(marker, _portable_inline(block), indent)
             if in_list:  # consecutive items are one Markdown list
                 out[-1] += "\n" + line
             else:
@@ -187,8 +197,8 @@ def _contentful_inline(nodes: object, depth: int) -> str:
         kind = node.get("nodeType")
         if kind == "text":
             text = _text(node.get("value"))
-            marks = {m.get("type") for m in _nodes(node.get("marks"))}
-            parts.append(f"`{text}`" if "code" in marks else text)
+            code = any(m.get("type") == "code" for m in _nodes(node.get("marks")))
+            parts.append(f"`{text}`" if code else text)
         elif kind == "hyperlink":
             data = node["data"] if isinstance(node.get("data"), dict) else {}
             label = _contentful_inline(node.get("content"), depth + 1)
@@ -199,7 +209,7 @@ def _contentful_inline(nodes: object, depth: int) -> str:
     return "".join(parts)
 
 
-def _contentful_blocks(nodes: object, depth: int, list_depth: int = 0) -> list[str]:
+def _contentful_blocks(nodes: object, depth: int) -> list[str]:
     if depth > MAX_DEPTH:
         return []
     out = []
@@ -212,15 +222,16 @@ def _contentful_blocks(nodes: object, depth: int, list_depth: int = 0) -> list[s
             lines = []
             for number, item in enumerate(_nodes(content), start=1):
                 marker = f"{number}." if kind == "ordered-list" else "-"
-                inner = _contentful_blocks(item.get("content"), depth + 1, list_depth + 1)
-                lines.append(_item(marker, "\n".join(inner), list_depth))
+                # The item's continuation lines indent a nested list: it renders unindented.
+                inner = _contentful_blocks(item.get("content"), depth + 1)
+                lines.append(_item(marker, "\n".join(inner), ""))
             out.append("\n".join(lines))
         elif kind == "blockquote":
-            out.append(_quote("\n\n".join(_contentful_blocks(content, depth + 1, list_depth))))
+            out.append(_quote("\n\n".join(_contentful_blocks(content, depth + 1))))
         elif kind == "hr":
             out.append("---")
         elif kind in ("paragraph", "table-cell", "table-header-cell"):
             out.append(_contentful_inline(content, depth + 1))
         else:
-            out.extend(_contentful_blocks(content, depth + 1, list_depth))
+            out.extend(_contentful_blocks(content, depth + 1))
     return out

@@ -19,7 +19,7 @@ from xml.etree.ElementTree import Element
 from ragd.adapters.defusedxml import local_name, parse_xml
 from ragd.errors import SourceError
 from ragd.sources.deliveries import Delivery, sortable_time
-from ragd.sources.http_client import FetchError, HttpClient
+from ragd.sources.http_client import FetchError, HttpClient, same_host, shown
 from ragd.sources.remote import Listed
 
 XML_TYPES = ("application/xml", "text/xml")
@@ -47,14 +47,15 @@ def lastmod_version(text: str | None) -> str | None:
     if not text:
         return None
     text = text.strip()
+    match = _YEAR_MONTH.fullmatch(text)
     try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        match = _YEAR_MONTH.fullmatch(text)
         if match is None:
-            return None
-        moment = datetime(int(match.group(1)), int(match.group(2) or 1), 1)
-    return sortable_time(moment.replace(tzinfo=moment.tzinfo or UTC))
+            moment = datetime.fromisoformat(text)
+        else:
+            moment = datetime(int(match.group(1)), int(match.group(2) or 1), 1)
+        return sortable_time(moment.replace(tzinfo=moment.tzinfo or UTC))
+    except (ValueError, OverflowError):  # month 13, year 0, a zone before year 1
+        return None
 
 
 class SitemapSource:
@@ -82,11 +83,11 @@ class SitemapSource:
             for loc in self._locs(root, "sitemap")[:MAX_CHILD_SITEMAPS]:
                 child = self._read(loc)
                 if local_name(child) != "urlset":
-                    raise ValueError(f"{loc}: a sitemap index may only list <urlset>s")
+                    raise ValueError(f"{shown(loc)}: a sitemap index may only list <urlset>s")
                 listed.extend(self._pages(child))
             return listed
         except (FetchError, ValueError) as exc:
-            raise SourceError(f"source '{self.name}': sitemap {self.url}: {exc}") from None
+            raise SourceError(f"source '{self.name}': sitemap {shown(self.url)}: {exc}") from None
 
     def fetch(self, item: Listed) -> Delivery | None:
         """The page's HTML; None when the site answers 404 or 410."""
@@ -136,5 +137,5 @@ class SitemapSource:
         return listed
 
     def _on_site(self, url: str) -> bool:
-        parts = urllib.parse.urlsplit(url)
-        return parts.scheme in ("http", "https") and parts.hostname == self.host
+        scheme = urllib.parse.urlsplit(url).scheme
+        return scheme in ("http", "https") and same_host(self.url, url)

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ragd.errors import SourceError
-from ragd.sources.deliveries import Delivery, parse_time, sortable_time
+from ragd.sources.deliveries import Delivery, parse_time, sortable_time, web_title, web_url
 from ragd.sources.http_client import FetchError, HttpClient
 from ragd.sources.remote import Listed
 from ragd.sources.webhooks import WebhookRejected
@@ -68,12 +68,10 @@ class WordPressSource:
         if not isinstance(post, Mapping):
             raise FetchError(f"GET {self.api}/{KINDS[kind]}/{ident}: not a post object")
         content = _rendered(post.get("content"))
-        title = _rendered(post.get("title"))
-        link = post.get("link") if isinstance(post.get("link"), str) else None
+        title = web_title(html.unescape(_rendered(post.get("title"))))
+        link = web_url(post.get("link"))
         updated = parse_time(post.get("modified_gmt"), "modified_gmt", naive_is_utc=True)
-        return Delivery(
-            "upsert", item.key, html.unescape(title) or None, link, updated, content, "text/html"
-        )
+        return Delivery("upsert", item.key, title, link, updated, content, "text/html")
 
     def _page(self, route: str, query: Mapping[str, str]) -> tuple[list[Any], int]:
         url = f"{self.api}/{route}?{urllib.parse.urlencode(query)}"

@@ -11,7 +11,8 @@ draft, a members-only post, an empty `current`) deletes. Ghost deletes a webhook
 answers 410: nothing here answers 410.
 
 An entry is keyed `post:<id>` or `page:<id>`; its version is `updated_at`. The Content
-API (`/ghost/api/content/posts/?key=...`, 100 a page) lists only published posts.
+API (`/ghost/api/content/posts/?key=...`, 100 a page) lists only published posts, and
+the reconcile asks for the public ones (`filter=visibility:public`), those it indexes.
 """
 
 from __future__ import annotations
@@ -25,7 +26,14 @@ from typing import Any
 
 from ragd.errors import SourceError
 from ragd.sources.cms.formats import Parsed, WebhookRequest, body_delivery_id
-from ragd.sources.deliveries import Delivery, parse_time, sortable_time, validate_entry_id
+from ragd.sources.deliveries import (
+    Delivery,
+    parse_time,
+    sortable_time,
+    validate_entry_id,
+    web_title,
+    web_url,
+)
 from ragd.sources.http_client import FetchError, HttpClient
 from ragd.sources.json_body import got, json_object
 from ragd.sources.remote import Listed
@@ -40,8 +48,7 @@ MAX_PAGES = 10_000
 def _upsert(kind: str, post: Mapping[str, Any], *, thin_ok: bool) -> Delivery:
     key = _key(kind, post.get("id"))
     updated_at = parse_time(post.get("updated_at"), f"{kind}.updated_at")
-    title = post.get("title") if isinstance(post.get("title"), str) else None
-    url = post.get("url") if isinstance(post.get("url"), str) else None
+    title, url = web_title(post.get("title")), web_url(post.get("url"))
     html = post.get("html")
     if isinstance(html, str) and html.strip():
         return Delivery("upsert", key, title, url, updated_at, html, "text/html")
@@ -79,7 +86,8 @@ class GhostApi:
                 while page is not None and page <= MAX_PAGES:
                     answer = self._get(
                         f"/{kind}s/",
-                        {"fields": "id,updated_at", "limit": str(PAGE_LIMIT)} | {"page": str(page)},
+                        {"fields": "id,updated_at", "filter": "visibility:public"}
+                        | {"limit": str(PAGE_LIMIT), "page": str(page)},
                     )
                     for post in answer.get(f"{kind}s") or []:
                         if isinstance(post, Mapping):

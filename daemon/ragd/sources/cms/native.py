@@ -1,4 +1,4 @@
-"""ragd's own webhook format, for a CMS or a relay that speaks it.
+"""ragd's own webhook format, for any sender that speaks it (a CMS plugin, a script).
 
 Owns wrapping the format of ragd.sources.deliveries (`{"event": "upsert"|"delete", "id",
 "title", "url", "updated_at", "content", "content_type"}`) and the schemes of

@@ -6,13 +6,17 @@ requires `Authorization: Bearer <token>` (strapi/strapi webhook-runner.ts). The 
 indexes:
 
 - `entry.publish` upserts; `entry.create` / `entry.update` upsert only a published row
-  (`publishedAt` set: an edit of a type without draft & publish, or of live v4 content),
-  and a draft save (`publishedAt` null) is ignored;
+  (`publishedAt` set: an edit of a type without draft & publish, or of live v4 content;
+  or absent: v4 gives a type without draft & publish no `publishedAt`), and a draft save
+  (`publishedAt` null) is ignored;
 - `entry.unpublish` and `entry.delete` delete (their entry is the raw row, ids only);
 - anything else (`entry.draft-discard`, `media.*`, ...) is ignored.
 
-An entry is keyed `<model>:<documentId>` (v5; `id` in v4, whose ids are per table) with
-`:<locale>` when it has one; its version is `updatedAt`. Strapi does not retry a failed
+An entry is keyed `<model>:<documentId>` (v5; `id` in v4, whose ids are per table),
+with `:<locale>` when the source lists its `locales` and the entry has one (an entry in
+a locale not listed is ignored): the webhook and the reconcile must agree on keys, and
+the REST API names an entry's locale only when asked for one; its version is
+`updatedAt`. Strapi does not retry a failed
 delivery, so the read API's reconcile (`GET /api/<plural>`, paged) is what repairs a
 missed one; it lists each configured content type, in each configured locale.
 """
@@ -38,14 +42,15 @@ PAGE_SIZE = 100
 MAX_PAGES = 10_000
 
 
-def entry_key(model: str, entry: Mapping[str, Any]) -> str:
-    """`<model>:<documentId or id>[:<locale>]`; WebhookRejected(400) when unusable."""
+def entry_key(model: str, entry: Mapping[str, Any], *, localized: bool = False) -> str:
+    """`<model>:<documentId or id>`, and `:<locale>` when `localized` and the entry has
+    one; WebhookRejected(400) when unusable."""
     ident = entry.get("documentId") or entry.get("id")
     if ident is None:
         raise WebhookRejected(400, "entry has neither documentId nor id")
-    locale = entry.get("locale")
     if isinstance(ident, bool) or not isinstance(ident, int | str):
         raise WebhookRejected(400, "entry.documentId must be a string" + got(ident))
+    locale = entry.get("locale") if localized else None
     parts = [model, str(ident)] + ([locale] if isinstance(locale, str) and locale else [])
     return validate_entry_id(":".join(parts))
 
@@ -108,7 +113,8 @@ class StrapiApi:
                 item = flat(raw) if isinstance(raw, Mapping) else {}
                 version = parse_time(item.get("updatedAt"), "updatedAt")
                 stamp = None if version is None else sortable_time(version)
-                listed.append(Listed(entry_key(model, item), stamp, ""))
+                key = entry_key(model, item, localized=locale is not None)
+                listed.append(Listed(key, stamp, ""))
             count = pagination.get("pageCount")
             pages = count if isinstance(count, int) else 1
             page += 1
@@ -158,11 +164,13 @@ class StrapiFormat:
         fields: FieldMap,
         *,
         content_types: frozenset[str] | None = None,
+        locales: Sequence[str] = (),
         api: StrapiApi | None = None,
     ) -> None:
         self._token = token
         self.fields = fields
         self.content_types = content_types
+        self.locales = tuple(locales)
         self.api = api
 
     @property
@@ -188,11 +196,16 @@ class StrapiFormat:
             raise WebhookRejected(400, "entry must be an object" + got(entry))
         if self.content_types is not None and model not in self.content_types:
             return Parsed.ignore(f"model '{model[:64]}' is not in content_types")
-        key = entry_key(model, entry)
+        locale = entry.get("locale")
+        if self.locales and isinstance(locale, str) and locale not in self.locales:
+            return Parsed.ignore(f"locale '{locale[:16]}' is not in the source's locales")
+        key = entry_key(model, entry, localized=bool(self.locales))
         updated_at = parse_time(entry.get("updatedAt"), "entry.updatedAt")
         if event in DELETES:
             return Parsed((Delivery("delete", key, updated_at=updated_at),))
-        if event != "entry.publish" and entry.get("publishedAt") is None:
+        # A draft row has publishedAt null; a v4 type without draft & publish has no
+        # publishedAt at all, and every row of it is live.
+        if event != "entry.publish" and "publishedAt" in entry and entry["publishedAt"] is None:
             return Parsed.ignore("a draft (publishedAt is null) is not published content")
         delivery = self.fields.upsert(
             key, entry, updated_at=updated_at, thin_ok=self.fetches_thin_entries

@@ -1,0 +1,230 @@
+"""The CMSes' read APIs as ragd calls them: the listing a reconcile diffs, and one entry
+read back, against a real local HTTP server answering in each API's documented shape.
+
+Shapes: Ghost Content API (`{"posts": [...], "meta": {"pagination": {"next"}}}`, the key
+as `?key=`), Strapi v5 REST (`{"data", "meta": {"pagination": {"pageCount"}}}`),
+Directus REST (`{"data": [...]}`, 403 for a missing item), Contentful Content Delivery
+API (`{"items", "total", "skip", "limit"}`) and Sanity's Query API (`{"result"}`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from ragd.errors import SourceError
+from ragd.sources.cms.contentful import ContentfulApi
+from ragd.sources.cms.directus import DirectusApi
+from ragd.sources.cms.fields import FieldMap
+from ragd.sources.cms.ghost import GhostApi
+from ragd.sources.cms.sanity import SanityApi
+from ragd.sources.cms.strapi import StrapiApi
+from ragd.sources.deliveries import MAX_TITLE
+from ragd.sources.http_client import HttpClient, Limits
+from ragd.sources.remote import Listed
+from tests.local_http import LocalServer, Reply, Seen, local_server
+
+CLIENT = HttpClient(Limits(timeout=5))
+FIELDS = FieldMap("title", "content", "markdown", None)
+
+
+def answer(payload: object, status: int = 200) -> Reply:
+    return Reply(status, json.dumps(payload).encode(), "application/json; charset=utf-8")
+
+
+@pytest.fixture
+def server() -> Iterator[LocalServer]:
+    with local_server() as running:
+        yield running
+
+
+# -- Ghost
+
+
+def ghost_page(seen: Seen) -> Reply:
+    page = int(seen.query["page"])
+    posts = [{"id": f"p{page}", "updated_at": f"2026-11-0{page}T10:00:00.000+00:00"}]
+    return answer({"posts": posts, "meta": {"pagination": {"next": 2 if page == 1 else None}}})
+
+
+def test_ghost_lists_posts_and_pages_across_its_pages_with_the_content_key(
+    server: LocalServer,
+) -> None:
+    server.route("/ghost/api/content/posts/", ghost_page)
+    server.route("/ghost/api/content/pages/", answer({"pages": [], "meta": {"pagination": {}}}))
+
+    listed = GhostApi("blog", server.url(""), "content-key", CLIENT).listing()
+
+    assert [item.key for item in listed] == ["post:p1", "post:p2"]
+    assert listed[0].version is not None and listed[0].version < str(listed[1].version)
+    assert {seen.query["key"] for seen in server.seen} == {"content-key"}
+    assert {seen.query["filter"] for seen in server.seen} == {"visibility:public"}
+
+
+def test_ghost_reads_back_a_published_post_as_html(server: LocalServer) -> None:
+    post = {
+        "id": "p1",
+        "title": "Herons",
+        "html": "<p>Herons wade.</p>",
+        "url": "https://blog.example.com/herons/",
+        "status": "published",
+        "visibility": "public",
+        "updated_at": "2026-11-01T10:00:00.000Z",
+    }
+    server.route("/ghost/api/content/posts/p1/", answer({"posts": [post]}))
+
+    delivery = GhostApi("blog", server.url(""), "k", CLIENT).fetch_entry("post:p1")
+
+    assert delivery is not None and delivery.content == "<p>Herons wade.</p>"
+    assert delivery.url == "https://blog.example.com/herons/" and delivery.title == "Herons"
+
+
+def test_ghost_drops_a_post_url_that_is_not_http(server: LocalServer) -> None:
+    post = {"id": "p2", "title": "T" * 5000, "html": "<p>x</p>", "url": "javascript:alert(1)"}
+    post |= {"status": "published", "visibility": "public"}
+    server.route("/ghost/api/content/posts/p2/", answer({"posts": [post]}))
+
+    delivery = GhostApi("blog", server.url(""), "k", CLIENT).fetch_entry("post:p2")
+
+    assert delivery is not None and delivery.url is None
+    assert delivery.title is not None and len(delivery.title) == MAX_TITLE
+
+
+def test_ghost_reads_a_post_it_no_longer_publishes_as_gone(server: LocalServer) -> None:
+    server.route("/ghost/api/content/posts/p9/", answer({"errors": [{"type": "NotFound"}]}, 404))
+
+    assert GhostApi("blog", server.url(""), "k", CLIENT).fetch_entry("post:p9") is None
+
+
+# -- Strapi
+
+
+def test_strapi_lists_each_content_type_in_each_locale(server: LocalServer) -> None:
+    def articles(seen: Seen) -> Reply:
+        row = {"id": 1, "documentId": "abc", "updatedAt": "2026-11-01T10:00:00.000Z"}
+        pagination = {"page": 1, "pageSize": 100, "pageCount": 1, "total": 1}
+        data = [{**row, "locale": seen.query["locale"]}]
+        return answer({"data": data, "meta": {"pagination": pagination}})
+
+    server.route("/api/articles", articles)
+    api = StrapiApi(
+        "cms", server.url("/api"), CLIENT, FIELDS, {"article": "articles"}, ("en", "fr")
+    )
+
+    listed = api.listing()
+
+    assert [item.key for item in listed] == ["article:abc:en", "article:abc:fr"]
+    assert server.seen[0].query["fields[0]"] == "updatedAt"
+
+
+def test_strapi_reads_back_a_v4_entry_through_its_attributes(server: LocalServer) -> None:
+    attributes = {"title": "Otters", "content": "# Otters\n\nOtters hold hands.\n"}
+    attributes["updatedAt"] = "2026-11-01T10:00:00.000Z"
+    server.route("/api/articles/7", answer({"data": {"id": 7, "attributes": attributes}}))
+    api = StrapiApi("cms", server.url("/api"), CLIENT, FIELDS, {"article": "articles"})
+
+    delivery = api.fetch_entry("article:7")
+
+    assert delivery is not None and "Otters hold hands." in (delivery.content or "")
+    assert delivery.title == "Otters"
+
+
+def test_strapi_whose_listing_fails_raises_a_source_error_naming_the_source(
+    server: LocalServer,
+) -> None:
+    server.route("/api/articles", answer({"error": {"status": 500}}, 500))
+    api = StrapiApi("cms", server.url("/api"), CLIENT, FIELDS, {"article": "articles"})
+
+    with pytest.raises(SourceError, match=r"source 'cms'.*500"):
+        api.listing()
+
+
+# -- Directus
+
+
+def test_directus_lists_a_collection_page_by_page(server: LocalServer) -> None:
+    def items(seen: Seen) -> Reply:
+        page = int(seen.query["page"])
+        count = 100 if page == 1 else 3
+        rows = [{"id": (page - 1) * 100 + n, "date_updated": None} for n in range(count)]
+        return answer({"data": rows})
+
+    server.route("/items/articles", items)
+
+    listed = DirectusApi("d", server.url(""), CLIENT, FIELDS, ("articles",)).listing()
+
+    assert len(listed) == 103 and listed[-1].key == "articles:102"
+    assert server.hits("/items/articles") == 2
+
+
+def test_directus_reads_a_forbidden_item_as_gone(server: LocalServer) -> None:
+    server.route("/items/articles/5", answer({"errors": [{"message": "forbidden"}]}, 403))
+
+    api = DirectusApi("d", server.url(""), CLIENT, FIELDS, ("articles",))
+
+    assert api.fetch_entry("articles:5") is None
+
+
+# -- Contentful
+
+
+def test_contentful_lists_entries_by_skip_until_the_total(server: LocalServer) -> None:
+    def entries(seen: Seen) -> Reply:
+        skip = int(seen.query["skip"])
+        count = min(int(seen.query["limit"]), 1500 - skip)
+        stamp = "2026-11-01T10:00:00.000Z"
+        items = [{"sys": {"id": f"e{skip + n}", "updatedAt": stamp}} for n in range(count)]
+        return answer({"items": items, "total": 1500, "skip": skip, "limit": 1000})
+
+    server.route("/spaces/s/environments/master/entries", entries)
+    api = ContentfulApi(
+        "c", server.url("/spaces/s/environments/master"), CLIENT, FIELDS, locale="en-US"
+    )
+
+    listed = api.listing()
+
+    assert len(listed) == 1500 and listed[-1].key == "e1499"
+
+
+def test_contentful_reads_back_an_entry_in_the_sources_locale(server: LocalServer) -> None:
+    entry: dict[str, Any] = {
+        "sys": {"id": "e1", "updatedAt": "2026-11-01T10:00:00.000Z"},
+        "fields": {"title": "Kiwi", "content": "Kiwi birds feed at dusk."},
+    }
+    server.route("/env/entries/e1", answer(entry))
+
+    delivery = ContentfulApi("c", server.url("/env"), CLIENT, FIELDS, locale="de-DE").fetch_entry(
+        "e1"
+    )
+
+    assert delivery is not None and delivery.content == "Kiwi birds feed at dusk."
+    assert server.seen[0].query["locale"] == "de-DE"
+
+
+# -- Sanity
+
+
+def test_sanity_lists_published_documents_of_the_configured_types(server: LocalServer) -> None:
+    server.route(
+        "/v1/data/query/production",
+        answer({"result": [{"_id": "a1", "_updatedAt": "2026-11-01T10:00:00Z"}]}),
+    )
+    api = SanityApi("s", server.url("/v1/data/query/production"), CLIENT, FIELDS, ("post",))
+
+    listed = api.listing()
+
+    seen = server.seen[0].query
+    assert listed == [Listed("a1", listed[0].version, "")] and listed[0].version
+    assert seen["perspective"] == "published" and json.loads(seen["$types"]) == ["post"]
+    assert 'path("drafts.**")' in seen["query"]
+
+
+def test_sanity_reads_back_nothing_for_a_document_of_another_type(server: LocalServer) -> None:
+    server.route(
+        "/q", answer({"result": {"_id": "a1", "_type": "author", "title": "Ann", "content": "x"}})
+    )
+
+    assert SanityApi("s", server.url("/q"), CLIENT, FIELDS, ("post",)).fetch_entry("a1") is None
