@@ -666,6 +666,26 @@ def test_an_unpublished_deleted_or_archived_contentful_entry_is_deleted(action: 
     assert (delivery.event, delivery.entry_id, delivery.updated_at) == ("delete", "post-1", UPDATED)
 
 
+def test_an_archived_contentful_entry_is_deleted() -> None:
+    payload = json.loads(CONTENTFUL.publish(ENTRY).body)
+    payload["sys"] |= {"archivedVersion": 5, "archivedAt": "2026-11-27T13:00:00.000Z"}
+    sent = Sent(json.dumps(payload).encode(), CONTENTFUL.publish(ENTRY).headers)
+
+    delivery = only(parse("contentful", contentful("ContentManagement.Entry.archive", sent)))
+
+    assert (delivery.event, delivery.entry_id) == ("delete", "post-1")
+
+
+@pytest.mark.parametrize("action", ["unpublish", "delete", "archive"])
+def test_a_published_contentful_body_under_a_removing_topic_is_refused(action: str) -> None:
+    # The topic header may not be signed: a replayed publish must not become a delete.
+    sent = contentful(f"ContentManagement.Entry.{action}", CONTENTFUL.publish(ENTRY))
+
+    message = bad_request("contentful", sent)
+
+    assert message == f"topic '{action}' does not match the body's sys.type 'Entry'"
+
+
 def test_the_contentful_delete_tombstone_carries_only_sys() -> None:
     assert set(json.loads(CONTENTFUL.remove(ENTRY).body)) == {"sys"}
     assert only(parse("contentful", CONTENTFUL.remove(ENTRY))).event == "delete"
@@ -717,8 +737,10 @@ def test_a_contentful_body_of_the_wrong_shape_is_refused_naming_the_field(
 
 def sanity(op: str | None = None, doc_id: str | None = None, **body: object) -> Sent:
     """A Sanity delivery with its sanity-operation and sanity-document-id headers ("" drops
-    one) and its body changed (... drops a field)."""
+    one; an operation given is also the projection's) and its body changed (... drops a
+    field)."""
     sent = SANITY.publish(ENTRY)
+    body = ({"operation": op} if op else {}) | body
     headers = dict(sent.headers)
     for name, value in (("sanity-operation", op), ("sanity-document-id", doc_id)):
         if value == "":
@@ -773,8 +795,21 @@ def test_sanity_drafts_and_release_versions_are_ignored(ident: str) -> None:
         assert "not published content" in reason
 
 
-def test_the_sanity_document_id_header_names_the_document() -> None:
-    assert only(parse("sanity", sanity(doc_id="post-2"))).entry_id == "post-2"
+def test_the_sanity_document_is_the_projections_id_which_the_header_must_match() -> None:
+    assert only(parse("sanity", sanity(doc_id="post-2", _id="post-2"))).entry_id == "post-2"
+
+
+def test_a_sanity_document_id_header_other_than_the_signed_bodys_is_refused() -> None:
+    # The signature covers the body only: a replayed body must not be aimed elsewhere.
+    message = bad_request("sanity", sanity(doc_id="someone-elses"))
+
+    assert message == "sanity-document-id does not match the body's _id"
+
+
+def test_a_sanity_operation_header_other_than_the_signed_bodys_is_refused() -> None:
+    message = bad_request("sanity", sanity("update", operation="delete"))
+
+    assert message == "sanity-operation does not match the body's operation"
 
 
 def test_without_the_header_the_sanity_document_is_the_projections_id() -> None:

@@ -23,7 +23,7 @@ from ragd.sources.cms.ghost import GhostApi
 from ragd.sources.cms.sanity import SanityApi
 from ragd.sources.cms.strapi import StrapiApi
 from ragd.sources.deliveries import MAX_TITLE
-from ragd.sources.http_client import HttpClient, Limits
+from ragd.sources.http_client import FetchError, HttpClient, Limits
 from ragd.sources.remote import Listed
 from tests.local_http import LocalServer, Reply, Seen, local_server
 
@@ -64,14 +64,22 @@ def test_ghost_lists_posts_and_pages_across_its_pages_with_the_content_key(
     assert {seen.query["filter"] for seen in server.seen} == {"visibility:public"}
 
 
+def test_ghost_whose_listing_has_no_pagination_fails_rather_than_stop_at_one_page(
+    server: LocalServer,
+) -> None:
+    server.route("/ghost/api/content/posts/", answer({"posts": [{"id": "p1"}]}))
+
+    with pytest.raises(SourceError, match=r"no meta\.pagination"):
+        GhostApi("blog", server.url(""), "k", CLIENT).listing()
+
+
 def test_ghost_reads_back_a_published_post_as_html(server: LocalServer) -> None:
     post = {
         "id": "p1",
         "title": "Herons",
         "html": "<p>Herons wade.</p>",
         "url": "https://blog.example.com/herons/",
-        "status": "published",
-        "visibility": "public",
+        "visibility": "public",  # and no status: the Content API leaves it out
         "updated_at": "2026-11-01T10:00:00.000Z",
     }
     server.route("/ghost/api/content/posts/p1/", answer({"posts": [post]}))
@@ -84,13 +92,20 @@ def test_ghost_reads_back_a_published_post_as_html(server: LocalServer) -> None:
 
 def test_ghost_drops_a_post_url_that_is_not_http(server: LocalServer) -> None:
     post = {"id": "p2", "title": "T" * 5000, "html": "<p>x</p>", "url": "javascript:alert(1)"}
-    post |= {"status": "published", "visibility": "public"}
+    post |= {"visibility": "public"}
     server.route("/ghost/api/content/posts/p2/", answer({"posts": [post]}))
 
     delivery = GhostApi("blog", server.url(""), "k", CLIENT).fetch_entry("post:p2")
 
     assert delivery is not None and delivery.url is None
     assert delivery.title is not None and len(delivery.title) == MAX_TITLE
+
+
+def test_ghost_reads_a_members_only_post_as_gone(server: LocalServer) -> None:
+    post = {"id": "p3", "title": "Paid", "html": "<p>teaser</p>", "visibility": "paid"}
+    server.route("/ghost/api/content/posts/p3/", answer({"posts": [post]}))
+
+    assert GhostApi("blog", server.url(""), "k", CLIENT).fetch_entry("post:p3") is None
 
 
 def test_ghost_reads_a_post_it_no_longer_publishes_as_gone(server: LocalServer) -> None:
@@ -132,6 +147,17 @@ def test_strapi_reads_back_a_v4_entry_through_its_attributes(server: LocalServer
     assert delivery.title == "Otters"
 
 
+def test_strapi_whose_listing_has_no_page_count_fails_rather_than_stop_at_one_page(
+    server: LocalServer,
+) -> None:
+    row = {"id": 1, "documentId": "abc", "updatedAt": "2026-11-01T10:00:00.000Z"}
+    server.route("/api/articles", answer({"data": [row], "meta": {"pagination": {"page": 1}}}))
+    api = StrapiApi("cms", server.url("/api"), CLIENT, FIELDS, {"article": "articles"})
+
+    with pytest.raises(SourceError, match="pageCount is missing"):
+        api.listing()
+
+
 def test_strapi_whose_listing_fails_raises_a_source_error_naming_the_source(
     server: LocalServer,
 ) -> None:
@@ -160,12 +186,34 @@ def test_directus_lists_a_collection_page_by_page(server: LocalServer) -> None:
     assert server.hits("/items/articles") == 2
 
 
-def test_directus_reads_a_forbidden_item_as_gone(server: LocalServer) -> None:
+def test_directus_reads_an_item_its_collection_does_not_list_as_gone(server: LocalServer) -> None:
+    # Directus answers 403 for an item that does not exist.
     server.route("/items/articles/5", answer({"errors": [{"message": "forbidden"}]}, 403))
-
+    server.route("/items/articles", answer({"data": []}))
     api = DirectusApi("d", server.url(""), CLIENT, FIELDS, ("articles",))
 
     assert api.fetch_entry("articles:5") is None
+    assert server.seen[-1].query["filter[id][_eq]"] == "5"
+
+
+def test_directus_reads_a_forbidden_item_it_still_lists_as_an_error(server: LocalServer) -> None:
+    # A token that lost its permission must not delete what it no longer sees.
+    server.route("/items/articles/5", answer({"errors": [{"message": "forbidden"}]}, 403))
+    server.route("/items/articles", answer({"data": [{"id": 5}]}))
+    api = DirectusApi("d", server.url(""), CLIENT, FIELDS, ("articles",))
+
+    with pytest.raises(FetchError, match="HTTP 403"):
+        api.fetch_entry("articles:5")
+
+
+def test_directus_that_forbids_the_collection_too_is_an_error(server: LocalServer) -> None:
+    forbidden = answer({"errors": [{"message": "forbidden"}]}, 403)
+    server.route("/items/articles/5", forbidden)
+    server.route("/items/articles", forbidden)
+    api = DirectusApi("d", server.url(""), CLIENT, FIELDS, ("articles",))
+
+    with pytest.raises(FetchError, match="HTTP 403"):
+        api.fetch_entry("articles:5")
 
 
 # -- Contentful
@@ -187,6 +235,15 @@ def test_contentful_lists_entries_by_skip_until_the_total(server: LocalServer) -
     listed = api.listing()
 
     assert len(listed) == 1500 and listed[-1].key == "e1499"
+
+
+def test_contentful_whose_listing_has_no_total_fails_rather_than_stop_at_one_page(
+    server: LocalServer,
+) -> None:
+    server.route("/env/entries", answer({"items": [{"sys": {"id": "e1"}}]}))
+
+    with pytest.raises(SourceError, match="no total"):
+        ContentfulApi("c", server.url("/env"), CLIENT, FIELDS, locale="en-US").listing()
 
 
 def test_contentful_reads_back_an_entry_in_the_sources_locale(server: LocalServer) -> None:

@@ -322,7 +322,9 @@ def test_a_missing_signing_header_is_rejected_when_a_secret_is_configured(missin
     assert message.startswith("missing x-contentful-signature")
 
 
-@pytest.mark.parametrize("stamp", ["1603379941037.5", "-1603379941037", "16033799410370000"])
+@pytest.mark.parametrize(
+    "stamp", ["1603379941037.5", "-1603379941037", "16033799410370000", "\u00b2"]
+)
 def test_a_contentful_timestamp_that_is_not_milliseconds_is_rejected(stamp: str) -> None:
     message = rejected(CONTENTFUL, vector_b({"x-contentful-timestamp": stamp}), CF_NOW)
 

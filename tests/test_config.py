@@ -1038,3 +1038,13 @@ def test_a_polled_key_on_a_folder_source_names_both_polled_kinds(tmp_path: Path)
         "config.toml: sources.docs.url: 'url' applies to sitemap sources and wordpress "
         'sources only, and this source has type = "folder"'
     )
+
+
+@pytest.mark.parametrize("value", ['"31s"', '"5m"'])
+def test_a_fetch_timeout_over_30_seconds_is_rejected(tmp_path: Path, value: str) -> None:
+    # A longer fetch would hold the writer past the service watchdog's 60 s.
+    text = cms("ghost", f'secret_env = "S"\nfetch_timeout = {value}')
+
+    assert error(text, tmp_path).startswith(
+        "config.toml: sources.cms.fetch_timeout: must be at most 30 s"
+    )

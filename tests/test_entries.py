@@ -66,6 +66,13 @@ def test_a_delivery_older_than_the_applied_one_is_ignored() -> None:
     assert outcome(replace(UPDATE, version="1"), indexed(), applied="2").kind == "ignored"
 
 
+def test_a_delete_older_than_the_applied_update_is_ignored() -> None:
+    # A reconcile's delete is dated when it began: a webhook's newer update outlives it.
+    delete = replace(UPDATE, deleted=True, data=None, version="1")
+
+    assert outcome(delete, indexed(), applied="2").kind == "ignored"
+
+
 def test_the_same_content_recipe_and_title_is_unchanged_and_writes_nothing() -> None:
     result = outcome(UPDATE, indexed(), applied="1")
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
+from datetime import datetime
 
 from ragd.errors import SourceError
-from ragd.sources.deliveries import Delivery
+from ragd.sources.deliveries import Delivery, sortable_time
 from ragd.sources.http_client import FetchError
 from ragd.sources.polling import EMIT_EVERY, MAX_ERRORS_KEPT, PollReport, poll
 from ragd.sources.remote import Listed
@@ -30,9 +31,13 @@ class FakeSource:
         entries: Mapping[str, tuple[str | None, Outcome]] | None = None,
         *,
         listing_error: str | None = None,
+        confirms_deletes: bool = False,
+        unlisted: Mapping[str, Outcome] | None = None,
     ) -> None:
         self.name = "site"
+        self.confirms_deletes = confirms_deletes
         self.entries = dict(entries or {})
+        self.unlisted = dict(unlisted or {})  # what a fetch of an entry not listed gives
         self.listing_error = listing_error
         self.fetched: list[str] = []
         self._lock = threading.Lock()
@@ -45,7 +50,7 @@ class FakeSource:
     def fetch(self, item: Listed) -> Delivery | None:
         with self._lock:
             self.fetched.append(item.key)
-        outcome = self.entries[item.key][1]
+        outcome = self.entries[item.key][1] if item.key in self.entries else self.unlisted[item.key]
         if isinstance(outcome, Exception):
             raise outcome
         if callable(outcome):
@@ -101,6 +106,45 @@ def test_documents_no_longer_listed_are_deleted_before_anything_is_fetched() -> 
     assert emitted.batches[0] == [Delivery("delete", "old1"), Delivery("delete", "old2")]
     assert emitted.batches[1] == [page("a")]
     assert report.deleted == 2
+
+
+def test_a_confirmed_delete_is_as_of_the_polls_start_so_a_newer_update_outlives_it() -> None:
+    source = FakeSource({"a": (V1, page("a"))}, confirms_deletes=True, unlisted={"old": None})
+    _, emitted = run(source, {"old": (V1, BEFORE)})
+    (delete,) = [d for d in emitted.all if d.event == "delete"]
+    assert delete.version() == sortable_time(datetime.fromisoformat(BEGAN))
+
+
+def test_an_entry_missing_from_a_listing_is_deleted_once_the_source_confirms_it_is_gone() -> None:
+    source = FakeSource({"a": (V1, page("a"))}, confirms_deletes=True, unlisted={"old": None})
+    report, emitted = run(source, {"old": (V1, BEFORE)})
+    assert sorted(source.fetched) == ["a", "old"]
+    assert emitted.keys("delete") == {"old"} and report.deleted == 1
+
+
+def test_an_entry_missing_from_a_listing_that_the_source_still_has_is_kept() -> None:
+    # An offset-paged listing skips an entry when another deletion shifts the pages.
+    source = FakeSource({"a": (V1, page("a"))}, confirms_deletes=True, unlisted={"b": page("b")})
+    report, emitted = run(source, {"b": (V1, BEFORE)})
+    assert emitted.keys("delete") == set() and emitted.keys("upsert") == {"a", "b"}
+    assert report.deleted == 0
+
+
+def test_an_entry_whose_confirming_fetch_fails_is_kept() -> None:
+    failure = FetchError("GET https://cms/items/b: HTTP 503", status=503)
+    source = FakeSource({"a": (V1, page("a"))}, confirms_deletes=True, unlisted={"b": failure})
+    report, emitted = run(source, {"b": (V1, BEFORE)})
+    assert emitted.keys("delete") == set() and report.failed == ["b"]
+
+
+def test_a_listing_that_raises_an_unexpected_error_is_the_polls_error() -> None:
+    class Broken(FakeSource):
+        def listing(self) -> list[Listed]:
+            raise RecursionError("maximum recursion depth exceeded")
+
+    report, emitted = run(Broken({"a": (V1, page("a"))}), {"a": (V1, BEFORE)})
+    assert report.error == "source 'site': internal error: RecursionError"
+    assert emitted.all == []
 
 
 def test_a_failed_fetch_is_reported_and_its_document_kept() -> None:
@@ -197,6 +241,14 @@ def test_a_stop_ends_the_poll_early_and_hands_on_what_was_fetched() -> None:
     assert 5 <= len(source.fetched) <= 5 + 2 * 2
     assert report.fetched == len(source.fetched)
     assert sorted(d.entry_id for d in emitted.all) == sorted(source.fetched)
+
+
+def test_a_poll_stopped_before_its_first_fetch_fetches_nothing() -> None:
+    source = FakeSource({f"p{i}": (V1, page(f"p{i}")) for i in range(10)})
+
+    report = poll(source, {}, Emitted(), began_at=BEGAN, threads=2, stop=lambda: True)
+
+    assert report.interrupted and source.fetched == []
 
 
 def test_a_poll_that_is_not_stopped_is_not_interrupted() -> None:

@@ -641,3 +641,19 @@ JSONISH = st.recursive(
 def test_no_json_value_makes_to_markdown_raise(value: object) -> None:
     assert isinstance(to_markdown(value), str)
     assert isinstance(is_rich_text(value), bool)
+
+
+def test_a_code_block_of_a_million_backticks_gets_a_longer_fence() -> None:
+    # A fence grown a backtick at a time until it no longer occurs took hours here.
+    code = "`" * 1_000_000
+    blocks = [{"type": "code", "children": [{"type": "text", "text": code}]}]
+
+    assert to_markdown(blocks).startswith("`" * 1_000_001 + "\n")
+
+
+def test_a_code_language_cannot_break_out_of_its_fence_line() -> None:
+    blocks = [
+        {"type": "code", "language": "py\n# injected", "children": [{"type": "text", "text": "x"}]}
+    ]
+
+    assert to_markdown(blocks).splitlines()[0] == "```py # injected"

@@ -69,6 +69,15 @@ def test_a_sitemap_lists_its_pages_with_lastmod_as_version(server: LocalServer) 
     ]
 
 
+def test_a_sitemap_over_the_protocols_50000_urls_fails_rather_than_list_a_part(
+    server: LocalServer,
+) -> None:
+    # A cut listing would delete every page past the cut.
+    urls = [(server.url(f"/p{n}"), None) for n in range(50_001)]
+    server.route("/sitemap.xml", Reply(body=urlset(*urls), content_type="application/xml"))
+    assert "more than 50000 URLs" in listing_error(source(server))
+
+
 def test_a_sitemap_served_as_text_xml_is_read(server: LocalServer) -> None:
     body = urlset((server.url("/a"), None))
     server.route("/sitemap.xml", Reply(body=body, content_type="text/xml; charset=utf-8"))

@@ -32,6 +32,8 @@ class FakeWordPress:
         default_factory=lambda: {"posts": {}, "pages": {}}
     )
     broken: set[str] = field(default_factory=set)  # routes that answer 500
+    forbidden: set[int] = field(default_factory=set)  # ids of trashed, draft or private posts
+    totals: bool = True  # False: the X-WP-Total* headers are dropped (as some proxies do)
 
     def add(
         self, route: str, ident: int, modified_gmt: str, title: str = "", body: str = ""
@@ -49,6 +51,8 @@ class FakeWordPress:
         if seen.path in self.broken:
             return Reply(500, b'{"code":"internal_server_error"}', JSON)
         if (one := _ONE.fullmatch(seen.path)) is not None:
+            if int(one.group(2)) in self.forbidden:
+                return _error(401, "rest_forbidden")
             item = self.items[one.group(1)].get(int(one.group(2)))
             if item is None:
                 return _error(404, "rest_post_invalid_id")
@@ -66,6 +70,7 @@ class FakeWordPress:
             return _error(400, "rest_post_invalid_page_number")
         shown = everything[(page - 1) * per_page : page * per_page]
         headers = {"X-WP-Total": str(len(everything)), "X-WP-TotalPages": str(pages)}
+        headers = headers if self.totals else {}
         return _json([_only(item, seen.query) for item in shown], headers)
 
 
@@ -198,6 +203,21 @@ def test_a_link_that_is_not_an_http_url_is_dropped(wp: FakeWordPress, server: Lo
     delivery = site(server).fetch(Listed("post:4", None, ""))
     assert delivery is not None
     assert delivery.url is None and delivery.title == "Linked"
+
+
+def test_a_trashed_or_private_post_is_gone(wp: FakeWordPress, server: LocalServer) -> None:
+    wp.forbidden.add(12)
+    assert site(server).fetch(Listed("post:12", None, "")) is None
+
+
+def test_without_the_total_pages_header_the_listing_reads_until_a_short_page(
+    wp: FakeWordPress, server: LocalServer
+) -> None:
+    wp.totals = False
+    for ident in range(1, 251):
+        wp.add("posts", ident, "2025-05-01T10:00:00")
+    listed = site(server).listing()
+    assert len([item for item in listed if item.key.startswith("post:")]) == 250
 
 
 def test_a_deleted_post_is_gone(server: LocalServer) -> None:

@@ -4,7 +4,8 @@ Directus REST API on loopback.
 Directus's `items.update` carries only the fields that changed (directus/directus
 api/src/services/items.ts emits the update's payload), so with `api_url` configured ragd
 reads the whole item back from `GET /items/<collection>/<id>`, which answers
-`{"data": {...}}` (and 403 for an item that does not exist).
+`{"data": {...}}` (and 403 for an item that does not exist, which a listing filtered
+on its id, `filter[id][_eq]`, tells from a token that may not read it).
 """
 
 from __future__ import annotations
@@ -42,7 +43,10 @@ class FakeDirectus:
                 if self.headers.get("Authorization") != f"Bearer {API_TOKEN}":
                     self.answer(401, {"errors": [{"message": "Invalid user credentials."}]})
                 elif path == "/items/articles":
-                    self.answer(200, {"data": [fake.item(e) for e in fake.items.values()]})
+                    query = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(self.path).query))
+                    wanted = query.get("filter[id][_eq]")
+                    shown = [e for k, e in fake.items.items() if wanted in (None, k)]
+                    self.answer(200, {"data": [fake.item(e) for e in shown]})
                 elif path.startswith("/items/articles/"):
                     ident = path.rsplit("/", 1)[-1]
                     fake.fetched.append(ident)

@@ -2,7 +2,8 @@
 local server answering as WordPress's REST API does (wordpress-develop
 class-wp-rest-posts-controller.php: a JSON list, `X-WP-Total` and `X-WP-TotalPages`
 headers, `_fields` honoured, `modified_gmt` in UTC without a zone, 404
-`rest_post_invalid_id` for a post that is not published)."""
+`rest_post_invalid_id` for a post that does not exist and 401 `rest_forbidden` for one
+in the trash)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ class FakeWordPress:
     server: LocalServer
     posts: dict[int, Post] = field(default_factory=dict)
     pages: dict[int, Post] = field(default_factory=dict)
+    trashed: set[int] = field(default_factory=set)  # not listed; 401 rest_forbidden to read
 
     def __call__(self, seen: Seen) -> Reply:
         prefix = "/wp-json/wp/v2/"
@@ -40,12 +42,14 @@ class FakeWordPress:
         if items is None:
             return self.json({"code": "rest_no_route"}, 404)
         if ident:
+            if ident.isdigit() and int(ident) in self.trashed:
+                return self.json({"code": "rest_forbidden", "data": {"status": 401}}, 401)
             post = items.get(int(ident)) if ident.isdigit() else None
             if post is None:
                 return self.json({"code": "rest_post_invalid_id", "data": {"status": 404}}, 404)
             return self.json(self.whole(int(ident), post))
         per_page, page = int(seen.query["per_page"]), int(seen.query["page"])
-        ids = sorted(items)
+        ids = sorted(set(items) - self.trashed)
         shown = ids[(page - 1) * per_page : page * per_page]
         listed = [{"id": i, "modified_gmt": items[i].modified_gmt} for i in shown]
         pages = max(1, -(-len(ids) // per_page))
@@ -121,12 +125,13 @@ def test_the_next_poll_fetches_only_the_modified_post_and_deletes_the_trashed_on
     wordpress.server.seen.clear()
     moved = "2026-11-20T08:00:00"
     wordpress.posts[7] = Post("Post 7", "<p>Post 7 now about dipper nests.</p>", moved)
-    del wordpress.posts[8]
+    wordpress.trashed.add(8)
 
     run_json(path, "index")
 
     single = [s.path for s in wordpress.server.seen if s.path.rstrip("/")[-1].isdigit()]
-    assert single == ["/wp-json/wp/v2/posts/7"]
+    # The modified post fetched, the trashed one confirmed gone (401), no other read.
+    assert sorted(single) == ["/wp-json/wp/v2/posts/7", "/wp-json/wp/v2/posts/8"]
     assert blog_docs(path, "dipper nests") == ["blog:post:7"]
     assert "blog:post:8" not in blog_docs(path, "post 8 about wren song")
     blog = next(s for s in run_json(path, "status")["sources"] if s["name"] == "blog")

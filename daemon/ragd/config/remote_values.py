@@ -11,10 +11,15 @@ from __future__ import annotations
 import re
 import urllib.parse
 from collections.abc import Mapping
+from datetime import timedelta
 from types import MappingProxyType
 from typing import Final
 
-from ragd.config.values import _Invalid, _string
+from ragd.config.values import _duration, _Invalid, _string
+
+# A fetch holds the writer (an entry read back) or a poll thread: the service's watchdog
+# (WatchdogSec=60) must hear from the writer between two.
+MAX_FETCH_TIMEOUT: Final = timedelta(seconds=30)
 
 _FIELD_RE: Final = re.compile(r"[A-Za-z_$][A-Za-z0-9_$-]*(\.[A-Za-z_$][A-Za-z0-9_$-]*)*", re.ASCII)
 _NAME_RE: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}", re.ASCII)
@@ -32,12 +37,22 @@ def _absolute_url(text: str) -> urllib.parse.SplitResult:
     if parts.username or parts.password:
         raise _Invalid(
             "must not carry credentials",
-            hint="put a token in an environment variable (api_token_env)",
+            hint="a read API's token goes in an environment variable named by api_token_env",
             conceal=True,
         )
     if any(c.isspace() or not c.isprintable() for c in text):
         raise _Invalid("must not contain spaces or control characters")
     return parts
+
+
+def _fetch_timeout(value: object) -> timedelta:
+    timeout = _duration(value)  # more than zero, as every duration
+    if timeout > MAX_FETCH_TIMEOUT:
+        raise _Invalid(
+            "must be at most 30 s",
+            hint="a slower site needs fewer concurrent requests, not a longer wait",
+        )
+    return timeout
 
 
 def _http_url(value: object) -> str:

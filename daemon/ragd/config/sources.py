@@ -13,7 +13,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Final, Literal
 
-from ragd.config.remote_values import _http_url
+from ragd.config.remote_values import _fetch_timeout, _http_url
 from ragd.config.values import (  # package-internal helpers
     _choice,
     _duration,
@@ -181,7 +181,7 @@ def _poll_source(
         {
             "poll_interval": _duration,
             "max_age": _duration,
-            "fetch_timeout": _duration,
+            "fetch_timeout": _fetch_timeout,
             "fetch_max_bytes": _int(1),
             "max_concurrency": _int(1, 32),
         },

@@ -19,6 +19,7 @@ from typing import Final, Literal, get_args
 
 from ragd.config.remote_values import (
     _content_types,
+    _fetch_timeout,
     _field,
     _http_url,
     _name,
@@ -111,7 +112,7 @@ _CONVERTERS: Final = {
     "bearer_token_env": _env_name,
     "fetch_url": _fetch_url,
     "fetch_headers_env": _headers_env,
-    "fetch_timeout": _duration,
+    "fetch_timeout": _fetch_timeout,
     "fetch_max_bytes": _int(1),
     "max_concurrency": _int(1, 32),
     "title_field": _field,

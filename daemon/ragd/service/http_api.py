@@ -91,7 +91,7 @@ async def read_body(request: Request, limit: int) -> bytes:
     """
     declared = request.headers.get("content-length")
     if declared is not None:
-        if not declared.isdigit():
+        if not (declared.isascii() and declared.isdigit()):
             raise HTTPException(400, "invalid Content-Length")
         if int(declared) > limit:
             if int(declared) <= DRAIN_FACTOR * limit:

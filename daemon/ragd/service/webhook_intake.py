@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
+from ragd.service.logs import get_logger
 from ragd.sources.cms.formats import WebhookFormat, WebhookRequest
 from ragd.sources.deliveries import job_payload
 from ragd.sources.webhooks import WebhookRejected
@@ -24,6 +25,8 @@ from ragd.stores.jobs import JobQueue
 # new change back to the same content.
 REPEAT_AFTER = timedelta(minutes=10)
 SHOWN_NAME_CHARS = 64
+
+log = get_logger("ragd.service.webhook_intake")
 
 Answer = tuple[str, tuple[int, dict[str, Any]]]
 
@@ -49,10 +52,20 @@ class WebhookIntake:
             delivery_id = fmt.authenticate(request, now=time.time())
         except WebhookRejected as exc:
             return "unauthorized", (exc.status, {"error": exc.message})
+        except Exception as exc:  # a checker's bug must not let anything through
+            log.exception("webhook_unauthenticated", source=source, error=type(exc).__name__)
+            message = (
+                f"the delivery could not be authenticated (internal error: {type(exc).__name__})"
+            )
+            return "unauthorized", (401, {"error": message})
         try:
             parsed = fmt.parse(request)
         except WebhookRejected as exc:
             return "malformed", (exc.status, {"error": exc.message})
+        except Exception as exc:  # a reader's bug: the sender gets a 400, the log the trace
+            log.exception("webhook_unreadable", source=source, error=type(exc).__name__)
+            message = f"the delivery could not be read (internal error: {type(exc).__name__})"
+            return "malformed", (400, {"error": message})
         if parsed.ignored is not None:
             return "ignored", (202, {"status": "ignored", "reason": parsed.ignored})
         thin = [d for d in parsed.deliveries if d.event == "upsert" and d.content is None]

@@ -233,6 +233,9 @@ class Writer(threading.Thread):
                 return entry_update(
                     job.source, delivery, error="no content, and no way to fetch it"
                 )
+            # A batch may read back many entries, each up to fetch_timeout: the watchdog
+            # hears from the loop between them, not once per batch.
+            self.notifier.watchdog()
             try:
                 fetched = reader.fetch_entry(job.key)
             except (RagdError, WebhookRejected) as exc:

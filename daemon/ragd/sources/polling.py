@@ -5,8 +5,13 @@ Owns running a poll end to end over a `RemoteSource` (ragd.sources.remote): the 
 nothing and is reported as the source's error), the plan against the versions the
 manifest applied, the fetches of new and changed entries on a few threads (the source's
 HTTP client holds the per-host limit), and handing the results on in batches through
-`emit`, deletes first. What `emit` does with them (queue them for the daemon's writer,
-or apply them in `ragd index`) is the caller's; so is recording how the poll ended.
+`emit`, deletes first. An entry a source that `confirms_deletes` no longer lists is
+fetched, and deleted only if the source says it is gone, with the poll's start as the
+delete's version: an entry updated after that (a webhook that came while the poll ran)
+is newer, and the delete does not undo it. A sitemap's deletes carry no version (it has
+no webhooks to race, and a page it lists again must come back whatever its lastmod).
+What `emit` does with the results (queue them for the daemon's writer, or apply them in
+`ragd index`) is the caller's; so is recording how the poll ended.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from ragd.errors import RagdError, SourceError
 from ragd.sources.deliveries import Delivery
@@ -76,6 +82,9 @@ def poll(
         listed = source.listing()
     except SourceError as exc:
         report.error = str(exc)
+    except Exception as exc:  # a reader's surprise is this source's failure, not the poll's
+        report.error = f"source '{source.name}': internal error: {type(exc).__name__}"
+    if report.error is not None:
         report.seconds = time.monotonic() - started
         return report
     report.listed = len(listed)
@@ -87,10 +96,14 @@ def poll(
     versions = {key: Known(version, seen) for key, (version, seen) in known.items()}
     plan = plan_poll(listed, versions, began_at=began_at)
     report.unchanged = len(plan.unchanged)
-    if plan.delete:
+    as_of = datetime.fromisoformat(began_at) if source.confirms_deletes else None
+    fetch = plan.fetch
+    if source.confirms_deletes:
+        fetch = fetch + [Listed(key, None, "") for key in plan.delete]
+    elif plan.delete:
         emit([Delivery("delete", key) for key in plan.delete])
         report.deleted += len(plan.delete)
-    _fetch_all(source, plan.fetch, emit, report, threads, stop or (lambda: False))
+    _fetch_all(source, fetch, emit, report, threads, stop or (lambda: False), as_of)
     report.seconds = time.monotonic() - started
     return report
 
@@ -102,12 +115,16 @@ def _fetch_all(
     report: PollReport,
     threads: int,
     stop: Callable[[], bool],
+    as_of: datetime | None,
 ) -> None:
     batch: list[Delivery] = []
     with ThreadPoolExecutor(max_workers=max(1, threads), thread_name_prefix="ragd-poll") as pool:
         waiting: dict[Future[Delivery | None], Listed] = {}
         queue = iter(items)
         for item in queue:  # keep a few fetches in flight, no more: a stop is prompt
+            if stop():
+                report.interrupted = True
+                break
             waiting[pool.submit(source.fetch, item)] = item
             if len(waiting) >= 2 * threads:
                 break
@@ -115,7 +132,7 @@ def _fetch_all(
             done, _ = wait(waiting, return_when=FIRST_COMPLETED)
             for future in done:
                 item = waiting.pop(future)
-                _collect(future, item, batch, report)
+                _collect(future, item, batch, report, as_of)
                 if not stop() and (following := next(queue, None)) is not None:
                     waiting[pool.submit(source.fetch, following)] = following
             if len(batch) >= EMIT_EVERY:
@@ -128,7 +145,11 @@ def _fetch_all(
 
 
 def _collect(
-    future: Future[Delivery | None], item: Listed, batch: list[Delivery], report: PollReport
+    future: Future[Delivery | None],
+    item: Listed,
+    batch: list[Delivery],
+    report: PollReport,
+    as_of: datetime | None,
 ) -> None:
     try:
         delivery = future.result()
@@ -138,8 +159,8 @@ def _collect(
     except Exception as exc:  # one entry's surprise must not end the poll
         _failed(report, item.key, f"internal error: {type(exc).__name__}")
         return
-    if delivery is None:  # listed, but the source says it is gone
-        batch.append(Delivery("delete", item.key))
+    if delivery is None:  # the source says it is gone
+        batch.append(Delivery("delete", item.key, updated_at=as_of))
         report.deleted += 1
         return
     batch.append(delivery)

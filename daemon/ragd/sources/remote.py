@@ -36,9 +36,16 @@ class Known:
 
 
 class RemoteSource(Protocol):
-    """A source ragd polls. Both methods do HTTP and may take seconds."""
+    """A source ragd polls. Both methods do HTTP and may take seconds.
+
+    `confirms_deletes`: the source can say of one entry whether it is gone (a CMS's or
+    WordPress's API, addressed by id), so an entry missing from a listing is deleted only
+    once `fetch` says so; a listing paged by offset can skip an entry another deletion
+    shifted. A sitemap's listing is its word: a page it drops is deleted.
+    """
 
     name: str
+    confirms_deletes: bool
 
     def listing(self) -> list[Listed]:
         """Every entry the source publishes now; SourceError when it cannot say."""

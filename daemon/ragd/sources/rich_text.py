@@ -10,9 +10,11 @@ that is not the expected shape is skipped, never an error. Depth and size are bo
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+_BACKTICKS = re.compile(r"`+")
 MAX_DEPTH = 64  # a deeper tree is cut there: no real document nests lists this far
 
 
@@ -48,10 +50,13 @@ def _text(value: object) -> str:
 
 
 def _fence(code: str, language: object) -> str:
-    fence = "```"
-    while fence in code:
-        fence += "`"
-    return f"{fence}{_text(language)}\n{code}\n{fence}"
+    """A fenced code block: a fence longer than any run of backticks in the code (found
+    in one pass: growing a fence until it no longer occurs is quadratic), and a language
+    on one line."""
+    longest = max((len(run) for run in _BACKTICKS.findall(code)), default=0)
+    fence = "`" * max(3, longest + 1)
+    info = " ".join(_text(language).split())[:40].replace("`", "")
+    return f"{fence}{info}\n{code}\n{fence}"
 
 
 def _quote(text: str) -> str:

@@ -26,6 +26,7 @@ XML_TYPES = ("application/xml", "text/xml")
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 MAX_URLS = 50_000  # per sitemap, as the protocol allows
 MAX_CHILD_SITEMAPS = 1000
+MAX_PAGES = 500_000  # in all: a listing past it fails rather than hold unbounded memory
 MAX_KEY = 1024
 _YEAR_MONTH = re.compile(r"([0-9]{4})(?:-([0-9]{2}))?", re.ASCII)
 
@@ -61,6 +62,8 @@ def lastmod_version(text: str | None) -> str | None:
 class SitemapSource:
     """The pages of one site, as its sitemap lists them."""
 
+    confirms_deletes = False  # a page the sitemap drops is gone
+
     def __init__(self, name: str, url: str, client: HttpClient) -> None:
         self.name = name
         self.url = url
@@ -80,11 +83,17 @@ class SitemapSource:
             if local_name(root) != "sitemapindex":
                 raise ValueError(f"the root element is <{local_name(root)[:40]}>")
             listed: list[Listed] = []
-            for loc in self._locs(root, "sitemap")[:MAX_CHILD_SITEMAPS]:
+            # A listing cut short would delete the pages past the cut: it fails instead.
+            children = self._locs(root, "sitemap")
+            if len(children) > MAX_CHILD_SITEMAPS:
+                raise ValueError(f"the index lists more than {MAX_CHILD_SITEMAPS} sitemaps")
+            for loc in children:
                 child = self._read(loc)
                 if local_name(child) != "urlset":
                     raise ValueError(f"{shown(loc)}: a sitemap index may only list <urlset>s")
                 listed.extend(self._pages(child))
+                if len(listed) > MAX_PAGES:
+                    raise ValueError(f"the sitemaps list more than {MAX_PAGES} pages")
             return listed
         except (FetchError, ValueError) as exc:
             raise SourceError(f"source '{self.name}': sitemap {shown(self.url)}: {exc}") from None
@@ -124,7 +133,9 @@ class SitemapSource:
 
     def _pages(self, urlset: Element) -> list[Listed]:
         listed = []
-        for entry in list(urlset)[:MAX_URLS]:
+        if len(urlset) > MAX_URLS:
+            raise ValueError(f"a sitemap lists more than {MAX_URLS} URLs")
+        for entry in urlset:
             if local_name(entry) != "url":
                 continue
             fields = {local_name(c): (c.text or "").strip() for c in entry}

@@ -31,6 +31,8 @@ MAX_PAGES = 10_000
 class WordPressSource:
     """The published posts and pages of one WordPress site."""
 
+    confirms_deletes = True
+
     def __init__(self, name: str, site_url: str, client: HttpClient) -> None:
         self.name = name
         self.api = site_url.rstrip("/") + "/wp-json/wp/v2"
@@ -46,14 +48,19 @@ class WordPressSource:
                     query |= {"page": str(page), "orderby": "id", "order": "asc"}
                     posts, pages = self._page(route, query)
                     listed.extend(self._listed(kind, post) for post in posts)
-                    if page >= pages or not posts:
+                    # Without X-WP-TotalPages (a proxy may drop it), a short page is the
+                    # last; taking one page for all would delete the posts on the others.
+                    last = len(posts) < PER_PAGE if pages is None else page >= pages
+                    if last or not posts:
                         break
         except (FetchError, WebhookRejected) as exc:
             raise SourceError(f"source '{self.name}': {exc}") from None
         return listed
 
     def fetch(self, item: Listed) -> Delivery | None:
-        """The post or page whole; None when WordPress answers 404 (or 410)."""
+        """The post or page whole; None when WordPress answers 404 or 410, or 401 (what it
+        answers a reader who is not logged in for a post that is trashed, a draft or
+        private: rest_forbidden). A 403 is not taken for gone: firewalls answer it."""
         kind, _, ident = item.key.partition(":")
         query = {"_fields": "id,link,modified_gmt,title,content"}
         url = (
@@ -62,7 +69,7 @@ class WordPressSource:
         try:
             post = self.client.get_json(url)
         except FetchError as exc:
-            if exc.gone:
+            if exc.gone or exc.status == 401:
                 return None
             raise
         if not isinstance(post, Mapping):
@@ -73,17 +80,18 @@ class WordPressSource:
         updated = parse_time(post.get("modified_gmt"), "modified_gmt", naive_is_utc=True)
         return Delivery("upsert", item.key, title, link, updated, content, "text/html")
 
-    def _page(self, route: str, query: Mapping[str, str]) -> tuple[list[Any], int]:
+    def _page(self, route: str, query: Mapping[str, str]) -> tuple[list[Any], int | None]:
+        """One page of a listing, and how many pages there are (None: not said)."""
         url = f"{self.api}/{route}?{urllib.parse.urlencode(query)}"
         fetched = self.client.get(url, accept=("application/json",))
         try:
             posts = json.loads(fetched.data)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise FetchError(f"GET {self.api}/{route}: the answer is not JSON") from None
         if not isinstance(posts, list):
             raise FetchError(f"GET {self.api}/{route}: the answer is not a list")
-        total = fetched.headers.get("x-wp-totalpages", "1")
-        return posts, int(total) if total.isdigit() else 1
+        total = fetched.headers.get("x-wp-totalpages", "")
+        return posts, int(total) if total.isascii() and total.isdigit() else None
 
     def _listed(self, kind: str, post: object) -> Listed:
         if not isinstance(post, Mapping) or not isinstance(post.get("id"), int):

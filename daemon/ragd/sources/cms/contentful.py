@@ -62,6 +62,24 @@ def sign(secret: bytes, request: WebhookRequest, signed: list[str]) -> str:
     return hmac.new(secret, canonical_request(request, signed), hashlib.sha256).hexdigest()
 
 
+def _check_topic(action: str, sys: Mapping[str, Any]) -> None:
+    """The topic header must agree with the body, which is what the signature surely
+    covers: an unpublish or a delete carries a DeletedEntry, an archive an archived
+    Entry, a publish an Entry that is not archived. A replayed body cannot be turned
+    into another action."""
+    kind = sys.get("type")
+    if action in ("unpublish", "delete"):
+        agrees = kind == "DeletedEntry"
+    elif action == "archive":
+        archived = kind == "Entry" and sys.get("archivedVersion") is not None
+        agrees = archived or kind == "DeletedEntry"
+    else:
+        agrees = kind == "Entry" and sys.get("archivedVersion") is None
+    if not agrees:
+        shown = str(kind)[:32]
+        raise WebhookRejected(400, f"topic '{action}' does not match the body's sys.type '{shown}'")
+
+
 def localized(fields: object, locale: str) -> dict[str, Any]:
     """A webhook's `{"field": {"en-US": value}}` as `{"field": value}` for one locale."""
     if not isinstance(fields, Mapping):
@@ -94,6 +112,8 @@ def _key(sys: Mapping[str, Any]) -> str:
 
 class ContentfulApi:
     """The Content Delivery API of one space environment: its published entries."""
+
+    confirms_deletes = True
 
     def __init__(
         self,
@@ -132,7 +152,10 @@ class ContentfulApi:
                         stamp = None if updated is None else sortable_time(updated)
                         listed.append(Listed(_key(sys), stamp, ""))
                     total = answer.get("total")
-                    if not isinstance(total, int) or (page + 1) * PAGE >= total:
+                    if isinstance(total, bool) or not isinstance(total, int):
+                        # Taking one page for all would delete every entry on the others.
+                        raise FetchError("GET /entries: the answer has no total")
+                    if (page + 1) * PAGE >= total:
                         break
         except (FetchError, WebhookRejected) as exc:
             raise SourceError(f"source '{self.name}': {exc}") from None
@@ -212,7 +235,7 @@ class ContentfulFormat:
             raise WebhookRejected(
                 401, "missing x-contentful-signature, -signed-headers or -timestamp header"
             )
-        if not stamp.isdigit() or len(stamp) > 15:
+        if not (stamp.isascii() and stamp.isdigit()) or len(stamp) > 15:
             raise WebhookRejected(401, "x-contentful-timestamp is not milliseconds")
         skew = now - int(stamp) / 1000
         if abs(skew) > self.tolerance:
@@ -230,6 +253,7 @@ class ContentfulFormat:
             return Parsed.ignore(f"'{action[:32]}' changes a draft, not published content")
         payload = json_object(request.body)
         sys = _sys(payload)
+        _check_topic(action, sys)
         key = _key(sys)
         kind = _content_type(sys)
         if self.content_types is not None and kind is not None and kind not in self.content_types:

@@ -55,6 +55,8 @@ def _version(item: Mapping[str, Any]) -> str | None:
 class DirectusApi:
     """Directus's REST API: the items of the configured collections, keyed by `id`."""
 
+    confirms_deletes = True
+
     def __init__(
         self,
         name: str,
@@ -93,20 +95,30 @@ class DirectusApi:
         return self.fetch_entry(item.key)
 
     def fetch_entry(self, key: str) -> Delivery | None:
-        """The item `key` whole; None when Directus answers 403 or 404 (it answers 403
-        for an item that does not exist, so as not to reveal which do)."""
+        """The item `key` whole; None when Directus has no such item. It answers 403 for
+        an item that does not exist (so as not to reveal which do) and for a token that
+        may not read it: a filtered listing tells the two apart, since a token that lost
+        its permission must not delete what it can no longer see."""
         collection, _, ident = key.partition(":")
         path = f"/items/{urllib.parse.quote(collection)}/{urllib.parse.quote(ident)}"
         try:
             item = self._get(path, {})
         except FetchError as exc:
-            if exc.gone or exc.status == 403:
+            if exc.gone or (exc.status == 403 and not self._exists(collection, ident)):
                 return None
             raise
         if not isinstance(item, Mapping):
             return None
         updated = parse_time(item.get("date_updated") or item.get("date_created"), "date_updated")
         return self.fields.upsert(key, item, updated_at=updated, thin_ok=False)
+
+    def _exists(self, collection: str, ident: str) -> bool:
+        """Whether the collection lists item `ident`; FetchError when it cannot say."""
+        query = {"filter[id][_eq]": ident, "fields": "id", "limit": "1"}
+        found = self._get(f"/items/{urllib.parse.quote(collection)}", query)
+        if not isinstance(found, list):
+            raise FetchError(f"GET /items/{collection}: the answer is not a list")
+        return bool(found)
 
     def _get(self, path: str, query: Mapping[str, str]) -> object:
         suffix = f"?{urllib.parse.urlencode(query)}" if query else ""

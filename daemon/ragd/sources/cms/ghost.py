@@ -65,11 +65,18 @@ def _key(kind: str, ident: object) -> str:
 
 def _published(post: Mapping[str, Any]) -> bool:
     # Members-only and paid posts are not public text: the Content API gates them too.
-    return post.get("status") == "published" and post.get("visibility", "public") == "public"
+    # The Content API serves published posts only, and leaves `status` out of them
+    # (its output serializer, clean.js); a webhook's post carries it.
+    return bool(
+        post.get("status", "published") == "published"
+        and post.get("visibility", "public") == "public"
+    )
 
 
 class GhostApi:
     """Ghost's Content API for one site: its published, public posts and pages."""
+
+    confirms_deletes = True
 
     def __init__(self, name: str, site_url: str, key: str, client: HttpClient) -> None:
         self.name = name
@@ -96,7 +103,10 @@ class GhostApi:
                             listed.append(Listed(_key(kind, post.get("id")), stamp, ""))
                     meta = answer.get("meta")
                     pagination = meta.get("pagination") if isinstance(meta, Mapping) else None
-                    following = pagination.get("next") if isinstance(pagination, Mapping) else None
+                    if not isinstance(pagination, Mapping):
+                        # Taking one page for all would delete every post on the others.
+                        raise FetchError(f"GET /{kind}s/: the answer has no meta.pagination")
+                    following = pagination.get("next")
                     page = following if isinstance(following, int) else None
         except (FetchError, WebhookRejected) as exc:
             raise SourceError(f"source '{self.name}': {exc}") from None

@@ -7,9 +7,11 @@ or delete, `sanity-document-id` which document, and `idempotency-key` is the del
 Sanity retries for up to 30 minutes, so a signature's time may be that old.
 
 The body is the webhook's GROQ projection; ragd expects at least
-`{_id, _type, _updatedAt, <title_field>, <body_field>, ...}` (deploy/cms-webhooks.md has
-the projection to paste), where the body is a string or Portable Text. Drafts
-(`drafts.*`) and release versions are ignored. An entry is keyed by its `_id`; its
+`{_id, _type, _updatedAt, <title_field>, <body_field>, "operation": delta::operation()}`
+(deploy/cms-webhooks.md has the projection to paste), where the body field is a string
+or Portable Text. The signature covers the body only, so the document and the operation
+are read from it, not from the headers. Drafts (`drafts.*`) and release versions are
+ignored. An entry is keyed by its `_id`; its
 version is `_updatedAt`. The Query API lists published documents of the configured
 types, 1,000 at a time in `_id` order.
 """
@@ -60,6 +62,8 @@ def _key(ident: object) -> str:
 
 class SanityApi:
     """Sanity's Query API for one dataset: published documents of the configured types."""
+
+    confirms_deletes = True
 
     def __init__(
         self,
@@ -161,12 +165,19 @@ class SanityFormat:
         return body_delivery_id("sanity", request.body, str(stamp).encode())
 
     def parse(self, request: WebhookRequest) -> Parsed:
+        # The signature covers the body, not the headers: what is done to which document
+        # is read from the body, so a replayed body cannot be aimed elsewhere.
         payload = json_object(request.body)
-        operation = request.header("sanity-operation") or payload.get("operation")
+        header = request.header("sanity-operation")
+        operation = payload.get("operation") or header
+        if header and header != operation:
+            raise WebhookRejected(400, "sanity-operation does not match the body's operation")
         if operation not in OPERATIONS:
             raise WebhookRejected(400, "sanity-operation must be create, update or delete")
-        ident = request.header("sanity-document-id") or payload.get("_id")
-        key = _key(ident)
+        key = _key(payload.get("_id"))
+        named = request.header("sanity-document-id")
+        if named and named != key:
+            raise WebhookRejected(400, "sanity-document-id does not match the body's _id")
         if key.startswith(UNPUBLISHED_PREFIXES):
             return Parsed.ignore("a draft or a release version is not published content")
         kind = payload.get("_type")

@@ -66,6 +66,8 @@ def flat(item: Mapping[str, Any]) -> dict[str, Any]:
 class StrapiApi:
     """Strapi's REST API: the published entries of the configured content types."""
 
+    confirms_deletes = True
+
     def __init__(
         self,
         name: str,
@@ -116,7 +118,10 @@ class StrapiApi:
                 key = entry_key(model, item, localized=locale is not None)
                 listed.append(Listed(key, stamp, ""))
             count = pagination.get("pageCount")
-            pages = count if isinstance(count, int) else 1
+            if isinstance(count, bool) or not isinstance(count, int):
+                # Taking one page for all would delete every entry on the others.
+                raise FetchError(f"GET /{plural}: meta.pagination.pageCount is missing")
+            pages = count
             page += 1
         return listed
 
