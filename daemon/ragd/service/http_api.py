@@ -17,7 +17,7 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from ragd.errors import RagdError, UsageError
@@ -27,6 +27,7 @@ from ragd.search.results import MODES, QueryRequest
 from ragd.service.mcp_http import PATH as MCP_PATH
 from ragd.service.mcp_http import McpEndpoint
 from ragd.service.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from ragd.service.status_page import CSP
 from ragd.sources.cms.formats import WebhookRequest
 
 OPENAPI = Path(__file__).with_name("openapi.json")
@@ -70,6 +71,10 @@ class Backend(Protocol):
 
     def metrics_text(self) -> bytes:
         """The Prometheus text exposition."""
+        ...
+
+    def status_page(self) -> str:
+        """The status page's HTML (ragd.service.status_page)."""
         ...
 
 
@@ -225,6 +230,18 @@ class _Endpoints:
         status, answer = await run_in_threadpool(self.backend.webhook, source, delivery)
         return JSONResponse(answer, status_code=status)
 
+    async def status_page(self, request: Request) -> Response:
+        try:
+            page = await run_in_threadpool(self.backend.status_page)
+        except RagdError as exc:
+            return _error(503, str(exc))
+        headers = {
+            "Content-Security-Policy": CSP,
+            "X-Content-Type-Options": "nosniff",
+            "Cache-Control": "no-store",
+        }
+        return HTMLResponse(page, headers=headers)
+
     async def metrics(self, request: Request) -> Response:
         body = await run_in_threadpool(self.backend.metrics_text)
         return Response(body, media_type=METRICS_CONTENT_TYPE)
@@ -261,6 +278,7 @@ def create_app(backend: Backend, mcp: McpEndpoint | None = None) -> Starlette:
     sessions run for as long as the application's lifespan)."""
     api = _Endpoints(backend)
     routes = [
+        Route("/", api.status_page, methods=["GET"]),
         Route("/healthz", api.healthz, methods=["GET"]),
         Route("/v1/query", api.query, methods=["POST"]),
         Route("/v1/context", api.context, methods=["POST"]),

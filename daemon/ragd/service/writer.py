@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import json
 import threading
+from collections import deque
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from queue import Empty, SimpleQueue
-from typing import Any
+from typing import Any, NamedTuple
 
 from ragd.errors import RagdError
 from ragd.indexing.batches import DocumentEvent
@@ -40,6 +41,16 @@ from ragd.stores.records import format_time
 log = get_logger("ragd.service.writer")
 
 MAX_ATTEMPTS = 5
+RECENT_EVENTS = 50
+
+
+class RecentEvent(NamedTuple):
+    """A document the writer indexed, deleted or failed, and when."""
+
+    at: str
+    action: str
+    doc_id: str
+    reason: str | None
 
 
 @dataclass
@@ -60,13 +71,22 @@ class WriterStats:
     jobs_dropped: int = 0
     errors: int = 0
     busy: bool = False
+    # The last documents indexed, deleted or failed, newest last: the status page's feed.
+    recent: deque[RecentEvent] = field(default_factory=lambda: deque(maxlen=RECENT_EVENTS))
 
     def to_json(self) -> dict[str, object]:
         """The writer section of the daemon status."""
-        return dict(self.__dict__)
+        return {k: v for k, v in self.__dict__.items() if k != "recent"}
+
+    def recent_events(self) -> list[RecentEvent]:
+        """The last events, newest first (a copy: the writer keeps appending)."""
+        return list(reversed(self.recent.copy()))
 
     def on_document(self, event: DocumentEvent) -> None:
         """Count and log one event per document."""
+        if event.action in ("indexed", "deleted", "failed"):
+            at = format_time(datetime.now(UTC))
+            self.recent.append(RecentEvent(at, event.action, event.doc_id, event.reason))
         fields: dict[str, Any] = {"doc_id": event.doc_id, "seconds": round(event.seconds, 4)}
         if event.action == "indexed":
             self.documents_indexed += 1
