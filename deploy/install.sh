@@ -12,8 +12,12 @@
 #   4. /etc/ragd/config.toml from deploy/config.production.toml, only if it does not exist;
 #      the current template is always written to /etc/ragd/config.toml.example
 #   5. ragd.service, ragd-check.service and ragd-check.timer into /etc/systemd/system
-#   6. if systemd is running: daemon-reload, enable ragd + ragd-check.timer, start ragd
-#      (restart it if it was already running, so an upgrade takes effect)
+#   6. if systemd is running: daemon-reload; then, while /etc/ragd/config.toml is still the
+#      template and ragd was never enabled, nothing more: it prints the next steps (edit the
+#      config, then enable and start) instead of starting ragd on a config that names the
+#      hub models and /srv/docs (an offline host would fail to start, again and again).
+#      Otherwise enable ragd + ragd-check.timer and start ragd (restart it if it was
+#      running, so an upgrade takes effect)
 #
 # Environment: PYTHON (default python3, must be 3.11-3.13), PIP_ARGS (extra pip arguments,
 # e.g. "--no-index --find-links /srv/wheels" for an offline host).
@@ -103,11 +107,19 @@ fi
 say "installed: $("$VENV/bin/python" -m pip show ragd 2>/dev/null | sed -n 's/^Version: /ragd /p')"
 
 # 4. configuration ------------------------------------------------------------------------------
+# A config.toml that is still a template install.sh wrote (this one, or the one an earlier run
+# left as config.toml.example) has not been made the operator's own: step 6 starts nothing then.
+CONFIG_IS_TEMPLATE=0
+if [[ ! -e $CONFIG_DIR/config.toml ]] \
+    || cmp -s "$CONFIG_DIR/config.toml" "$HERE/config.production.toml" \
+    || cmp -s "$CONFIG_DIR/config.toml" "$CONFIG_DIR/config.toml.example"; then
+    CONFIG_IS_TEMPLATE=1
+fi
 install -m 0640 -o root -g ragd "$HERE/config.production.toml" "$CONFIG_DIR/config.toml.example"
 if [[ -e $CONFIG_DIR/config.toml ]]; then
     say "keeping existing $CONFIG_DIR/config.toml (the new template is config.toml.example)"
 else
-    say "writing $CONFIG_DIR/config.toml from the template (root:ragd 0640): edit [[sources]]"
+    say "writing $CONFIG_DIR/config.toml from the template (root:ragd 0640)"
     install -m 0640 -o root -g ragd "$HERE/config.production.toml" "$CONFIG_DIR/config.toml"
 fi
 
@@ -132,16 +144,36 @@ for unit in ragd.service ragd-check.service ragd-check.timer; do
 done
 
 # 6. systemd ------------------------------------------------------------------------------------
+next_steps() {
+    say "next steps (deploy/runbook.md, \"First start\"):"
+    say "  1. sudoedit $CONFIG_DIR/config.toml: [[sources]] path = your documents, readable by"
+    say "     user ragd; [embedding] and [rerank] model: the Hugging Face ids are downloaded at"
+    say "     the first start, so a host without access to huggingface.co needs local copies"
+    say "     (model = \"/opt/models/...\") or [rerank] enabled = false"
+    say "  2. optional, as user ragd: build the index in the foreground (exit 2 names a bad key):"
+    say "     runuser -u ragd -- env RAGD_CONFIG=$CONFIG_DIR/config.toml RAGD_DATA_DIR=$STATE_DIR HF_HOME=$CACHE_DIR/huggingface $VENV/bin/ragd index"
+}
 if [[ ! -d /run/systemd/system ]]; then
     say "systemd is not running here (no /run/systemd/system, e.g. a container):"
-    say "  skipped daemon-reload, enable and start. On a systemd host run:"
+    say "  skipped daemon-reload, enable and start."
+    if ((CONFIG_IS_TEMPLATE)); then
+        next_steps
+    fi
+    say "On a systemd host then run:"
     say "  systemctl daemon-reload && systemctl enable --now ragd ragd-check.timer"
-    say "  Without systemd, run it in the foreground as ragd:"
+    say "Without systemd, run it in the foreground as ragd:"
     say "  runuser -u ragd -- env RAGD_CONFIG=$CONFIG_DIR/config.toml RAGD_DATA_DIR=$STATE_DIR HF_HOME=$CACHE_DIR/huggingface $VENV/bin/ragd serve"
     exit 0
 fi
 say "systemctl daemon-reload"
 systemctl daemon-reload
+if ((CONFIG_IS_TEMPLATE)) && ! systemctl is-enabled --quiet ragd.service \
+    && ! systemctl is-active --quiet ragd.service; then
+    say "NOT starting ragd: $CONFIG_DIR/config.toml is still the template"
+    next_steps
+    say "  3. systemctl enable --now ragd.service ragd-check.timer"
+    exit 0
+fi
 say "systemctl enable ragd.service ragd-check.timer"
 systemctl enable --quiet ragd.service ragd-check.timer
 if systemctl is-active --quiet ragd.service; then

@@ -175,7 +175,7 @@ def test_config_objects_are_frozen(tmp_path: Path) -> None:
 def test_unknown_key_in_section_is_named(tmp_path: Path) -> None:
     message = error("[chunking]\nsize = 5\n" + FOLDER, tmp_path)
     assert message.startswith("config.toml: chunking.size: unknown key")
-    assert "valid keys: max_chars, overlap" in message
+    assert "valid keys: max_chars, max_chunks_per_document, overlap" in message
 
 
 def test_unknown_top_level_key_is_named(tmp_path: Path) -> None:
@@ -230,6 +230,7 @@ def test_float_for_int_is_rejected(tmp_path: Path) -> None:
     ("section", "key", "value", "problem"),
     [
         ("chunking", "max_chars", 99, "must be at least 100"),
+        ("chunking", "max_chunks_per_document", 0, "must be at least 1"),
         ("search", "k", 0, "must be between 1 and 1000"),
         ("search", "k", 1001, "must be between 1 and 1000"),
         ("search", "candidates", 10_001, "must be between 1 and 10000"),
@@ -257,6 +258,14 @@ def test_overlap_must_be_below_half_of_max_chars(tmp_path: Path) -> None:
 def test_overlap_just_below_half_is_accepted(tmp_path: Path) -> None:
     config = parse("[chunking]\nmax_chars = 200\noverlap = 99\n" + FOLDER, tmp_path)
     assert config.chunking.overlap == 99
+
+
+def test_the_per_document_chunk_limit_is_a_chunking_key(tmp_path: Path) -> None:
+    default = parse(FOLDER, tmp_path).chunking
+    config = parse("[chunking]\nmax_chunks_per_document = 40\n" + FOLDER, tmp_path)
+
+    assert default.max_chunks_per_document == 25_000
+    assert config.chunking.max_chunks_per_document == 40
 
 
 def test_negative_overlap_is_rejected(tmp_path: Path) -> None:
@@ -411,6 +420,7 @@ def test_model_hub_id_is_kept_verbatim(tmp_path: Path) -> None:
 @pytest.mark.parametrize("value", ["./models/m", "../models/m"])
 def test_model_relative_path_is_local_and_absolute(tmp_path: Path, value: str) -> None:
     base = tmp_path / "conf"
+    (base / value).mkdir(parents=True)
     embedding = parse(f'[embedding]\nmodel = "{value}"\n' + FOLDER, base).embedding
     assert embedding.model_is_local
     assert embedding.model == str((base / value).resolve())
@@ -421,6 +431,52 @@ def test_model_that_exists_under_base_dir_is_local(tmp_path: Path) -> None:
     embedding = parse('[embedding]\nmodel = "org/model"\n' + FOLDER, tmp_path).embedding
     assert embedding.model_is_local
     assert embedding.model == str(tmp_path / "org" / "model")
+
+
+@pytest.mark.parametrize(
+    "value", ["./models/missing", "/nonexistent/ragd-model", "~/no-such-model"]
+)
+def test_a_model_directory_that_does_not_exist_is_a_config_error_with_a_hint(
+    tmp_path: Path, value: str
+) -> None:
+    message = error(f'[embedding]\nmodel = "{value}"\n' + FOLDER, tmp_path)
+
+    assert message.startswith("config.toml: embedding.model: no such directory: /")
+    assert 'Hugging Face id such as "minishlab/potion-base-8M"' in message
+
+
+def test_a_model_path_that_is_a_file_is_a_config_error(tmp_path: Path) -> None:
+    (tmp_path / "model.safetensors").write_bytes(b"")
+    message = error('[embedding]\nmodel = "./model.safetensors"\n' + FOLDER, tmp_path)
+
+    assert message.startswith(
+        f"config.toml: embedding.model: is not a directory: {tmp_path / 'model.safetensors'} ("
+    )
+
+
+def test_a_missing_second_stage_model_directory_counts_only_while_it_is_on(
+    tmp_path: Path,
+) -> None:
+    rerank = '[rerank]\nmodel = "./missing-onnx"\n'
+
+    message = error(rerank + FOLDER, tmp_path)
+    config = parse(rerank + "enabled = false\n" + FOLDER, tmp_path)
+
+    assert message.startswith("config.toml: rerank.model: no such directory")
+    assert "or set [rerank] enabled = false" in message
+    assert not config.rerank.enabled
+
+
+def test_a_missing_model_directory_from_the_environment_names_the_variable(
+    tmp_path: Path,
+) -> None:
+    environ = {"RAGD_EMBEDDING_MODEL": str(tmp_path / "missing")}
+
+    message = error(FOLDER, tmp_path, environ)
+
+    assert message.startswith(
+        "environment variable RAGD_EMBEDDING_MODEL (overrides embedding.model): no such directory"
+    )
 
 
 def test_model_that_is_neither_path_nor_hub_id_is_rejected(tmp_path: Path) -> None:
@@ -434,6 +490,7 @@ def test_model_that_is_neither_path_nor_hub_id_is_rejected(tmp_path: Path) -> No
 
 def test_env_overrides_model_and_data_dir(tmp_path: Path) -> None:
     model_dir = tmp_path / "model"
+    model_dir.mkdir()
     environ = {"RAGD_EMBEDDING_MODEL": str(model_dir), "RAGD_DATA_DIR": str(tmp_path / "d")}
     config = parse('[embedding]\nmodel = "org/model"\n' + FOLDER, tmp_path / "conf", environ)
     assert config.embedding.model == str(model_dir)
@@ -446,6 +503,7 @@ def test_env_relative_paths_resolve_against_cwd(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "m").mkdir()
     environ = {"RAGD_EMBEDDING_MODEL": "./m", "RAGD_DATA_DIR": "data"}
     config = parse(FOLDER, tmp_path / "conf", environ)
     assert config.embedding.model == str(tmp_path.resolve() / "m")

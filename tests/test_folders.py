@@ -127,10 +127,15 @@ def test_symlinks_to_files_and_directories_are_not_followed(tmp_path: Path) -> N
     listing = _source(root).scan()
 
     assert [f[0] for f in listing.files] == ["real.md"]
+    assert sorted(listing.skipped) == [
+        ("dir", "symlink"),
+        ("link.md", "symlink"),
+        ("loop", "symlink"),
+    ]
     assert listing.skipped_symlinks == 3
 
 
-def test_fifos_and_sockets_are_skipped(tmp_path: Path) -> None:
+def test_fifos_and_sockets_are_skipped_and_named_by_kind(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "pipe.md")
     sock = socket.socket(socket.AF_UNIX)
     sock.bind(str(tmp_path / "sock.md"))
@@ -140,7 +145,20 @@ def test_fifos_and_sockets_are_skipped(tmp_path: Path) -> None:
         sock.close()
 
     assert listing.files == []
+    assert sorted(listing.skipped) == [("pipe.md", "fifo"), ("sock.md", "socket")]
     assert listing.skipped_special == 2
+
+
+def test_skipped_entries_the_patterns_would_not_select_are_not_reported(tmp_path: Path) -> None:
+    (tmp_path / "real.md").write_text("x")
+    (tmp_path / "logo.png").symlink_to(tmp_path / "real.md")  # not an included name
+    (tmp_path / "dangling.txt").symlink_to(tmp_path / "nowhere")
+    (tmp_path / "drafts").symlink_to(tmp_path)  # a directory the scan would not enter
+    os.mkfifo(tmp_path / "pipe.txt")
+
+    listing = _source(tmp_path, exclude=("drafts/",)).scan()
+
+    assert listing.skipped == []
 
 
 def test_reading_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:

@@ -15,14 +15,14 @@ import pytest
 from ragd.errors import LockedError
 from ragd.indexing.chunking import ChunkSettings
 from ragd.indexing.indexer import Indexer
-from ragd.indexing.pipeline import Pipeline, manifest_keyword_rows
+from ragd.indexing.pipeline import MAX_CHUNKS_PER_DOCUMENT, Pipeline, manifest_keyword_rows
 from ragd.sources.folders import FileContent, FolderSource
 from ragd.stores.agreement import compare_ids, compare_stores
 from ragd.stores.data_dir import DataDir, WriterLock, WriterStores
 from ragd.stores.keywords import KeywordStore
 from ragd.stores.manifest import Manifest
 from ragd.stores.manifest_reader import ManifestReader
-from ragd.stores.records import format_time
+from ragd.stores.records import SKIPPED_LISTED, SkippedFiles, format_time
 from tests.conftest import FakeEmbedder
 from tests.test_keywords import _old_schema_index
 
@@ -57,6 +57,7 @@ class Harness:
         self.data = DataDir(tmp_path / "data")
         self.embedder = embedder
         self.max_chars = max_chars
+        self.max_chunks = MAX_CHUNKS_PER_DOCUMENT
 
     def run(
         self,
@@ -68,7 +69,11 @@ class Harness:
         stores = WriterStores(self.data, keyword_rows=manifest_keyword_rows)
         try:
             folder = CountingFolder("docs", self.root, ("**/*.md",))
-            pipeline = Pipeline(ChunkSettings(self.max_chars, 120), self.embedder.identity)
+            pipeline = Pipeline(
+                ChunkSettings(self.max_chars, 120),
+                self.embedder.identity,
+                max_chunks=self.max_chunks,
+            )
             indexer = Indexer(
                 stores,
                 [folder],
@@ -601,10 +606,10 @@ def test_a_tree_hint_for_a_directory_that_moved_away_deletes_its_documents(
     assert harness.agree()
 
 
-def test_a_document_with_too_many_chunks_is_failed_with_a_reason(
-    harness: Harness, monkeypatch: pytest.MonkeyPatch
+def test_a_document_with_more_chunks_than_the_limit_fails_naming_the_setting(
+    harness: Harness,
 ) -> None:
-    monkeypatch.setattr("ragd.indexing.pipeline.MAX_CHUNKS_PER_DOCUMENT", 2)
+    harness.max_chunks = 2
     (harness.root / "guide.md").write_text(DOC)
 
     report = harness.run()
@@ -615,7 +620,56 @@ def test_a_document_with_too_many_chunks_is_failed_with_a_reason(
         record = stores.manifest.document("docs:guide.md")
     finally:
         stores.close()
-    assert record is not None and record.error == "document has 3 chunks; the limit is 2"
+    assert record is not None and record.error == (
+        "too many chunks: the document makes 3, more than chunking.max_chunks_per_document (2)"
+    )
+
+
+def _skipped(harness: Harness) -> dict[str, SkippedFiles]:
+    manifest = ManifestReader.open(harness.data.manifest)
+    try:
+        return manifest.skipped_files()
+    finally:
+        manifest.close()
+
+
+def test_a_pass_records_the_symlinks_and_special_files_its_scan_skipped(
+    harness: Harness, tmp_path: Path
+) -> None:
+    (harness.root / "guide.md").write_text(DOC)
+    (tmp_path / "elsewhere.md").write_text(DOC)
+    (harness.root / "linked.md").symlink_to(tmp_path / "elsewhere.md")
+    os.mkfifo(harness.root / "pipe.md")
+
+    report = harness.run()
+
+    assert _docs(report)["added"] == 1
+    assert _skipped(harness) == {
+        "docs": SkippedFiles(1, 1, (("linked.md", "symlink"), ("pipe.md", "fifo")))
+    }
+
+
+def test_skipped_files_are_all_counted_and_the_first_few_listed(harness: Harness) -> None:
+    (harness.root / "guide.md").write_text(DOC)
+    for n in range(SKIPPED_LISTED + 5):
+        (harness.root / f"link-{n:02d}.md").symlink_to(harness.root / "guide.md")
+
+    harness.run()
+
+    (skipped,) = _skipped(harness).values()
+    assert skipped.symlinks == SKIPPED_LISTED + 5
+    assert [key for key, _ in skipped.listed] == [f"link-{n:02d}.md" for n in range(SKIPPED_LISTED)]
+
+
+def test_skipped_files_that_are_gone_are_forgotten_by_the_next_pass(harness: Harness) -> None:
+    (harness.root / "guide.md").write_text(DOC)
+    (harness.root / "linked.md").symlink_to(harness.root / "guide.md")
+    harness.run()
+
+    (harness.root / "linked.md").unlink()
+    harness.run()
+
+    assert _skipped(harness) == {}
 
 
 def test_chunks_committed_between_two_manifest_reads_are_in_flight_not_disagreement() -> None:

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from html.parser import HTMLParser
 from typing import Any
 
-from ragd.service.status_page import AGE_LABELS, MAX_LISTED, relative_age, render_status_page
+from ragd.service.status_page import AGE_LABELS, MAX_LISTED, render_status_page
 from ragd.stores.records import format_time
 
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
@@ -159,8 +159,3 @@ def test_recent_events_are_listed_newest_first_with_relative_times() -> None:
 
     assert text.index("docs:new.md") < text.index("docs:old.md")
     assert "30 s ago" in text and "2 h ago" in text and "binary file" in text
-
-
-def test_relative_age_says_never_for_no_time() -> None:
-    assert relative_age(None, NOW) == "never"
-    assert relative_age(format_time(NOW - timedelta(days=3, hours=5)), NOW) == "3 d ago"

@@ -55,4 +55,5 @@ def chromium() -> Iterator[webdriver.Chrome]:
 
 def console_errors(driver: webdriver.Chrome) -> list[str]:
     """What the page logged to the console at level SEVERE (errors), since the last read."""
-    return [entry["message"] for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
+    entries = driver.get_log("browser")  # type: ignore[no-untyped-call]  # untyped in selenium
+    return [entry["message"] for entry in entries if entry["level"] == "SEVERE"]

@@ -55,6 +55,20 @@ def run_ragd(
     )
 
 
+def run_ragd_as_typed(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """Run `python -m ragd ARGS...` exactly as given (no --config added) and capture it."""
+    env = dict(os.environ, HF_HUB_OFFLINE="1")
+    env.pop("RAGD_CONFIG", None)
+    return subprocess.run(
+        [sys.executable, "-m", "ragd", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+        check=False,
+    )
+
+
 def run_json(config: Path, *args: str) -> Any:
     """Run a command with --json, assert it exited 0, return the parsed output."""
     result = run_ragd(config, *args, "--json")

@@ -96,12 +96,18 @@ class Served:
         self.log_path = workdir / f"serve-{self.port}.log"
         self.env = dict(os.environ, HF_HUB_OFFLINE="1", RAGD_LOG_FORMAT="json", **(env or {}))
         self.fault: str | None = None  # a crash plan (tests/integration/crashing_ragd.py)
+        # While this file exists the writer takes no job (tests/integration/paused_ragd.py).
+        self.pause_file: Path | None = None
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> Served:
         """Start the process (does not wait)."""
         self.log = self.log_path.open("ab")
-        entry = ["ragd"] if self.fault is None else ["tests.integration.crashing_ragd", self.fault]
+        entry = ["ragd"]
+        if self.fault is not None:
+            entry = ["tests.integration.crashing_ragd", self.fault]
+        elif self.pause_file is not None:
+            entry = ["tests.integration.paused_ragd", str(self.pause_file)]
         self.process = subprocess.Popen(
             [sys.executable, "-m", *entry, "--config", str(self.config), "serve"],
             stdout=self.log,
@@ -148,6 +154,19 @@ class Served:
 
         result: dict[str, Any] = wait_until(idle, timeout, interval=0.2)
         return result
+
+    def hold_writer(self, timeout: float = 30) -> None:
+        """Hold the writer (a daemon started with `pause_file`): returns once it has
+        finished what it was doing and takes no more jobs, until `release_writer`."""
+        assert self.pause_file is not None, "start the daemon with a pause_file"
+        held = len(self.events("writer_held"))
+        self.pause_file.touch()
+        wait_until(lambda: len(self.events("writer_held")) > held, timeout)
+
+    def release_writer(self) -> None:
+        """Let a held writer take jobs again."""
+        assert self.pause_file is not None
+        self.pause_file.unlink()
 
     def get_text(self, path: str) -> str:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=30) as reply:

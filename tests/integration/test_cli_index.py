@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from ragd.stores.keywords import KeywordStore
@@ -10,6 +11,7 @@ from ragd.stores.manifest_reader import ManifestReader
 from ragd.stores.vectors import VectorStore
 from tests.conftest import MODEL_DIR, write_config
 from tests.integration.conftest import copy_corpus, run_json, run_ragd
+from tests.integration.daemon import small_root
 
 BODY = Path("docs/en/docs/tutorial/body.md")
 
@@ -173,3 +175,52 @@ def test_a_missing_source_root_fails_the_run_and_deletes_nothing(tmp_path: Path)
     assert "cannot open root" in result.stderr and "nothing was deleted" in result.stderr
     assert "Traceback" not in result.stderr
     assert status["sources"][0]["documents"] == 155
+
+
+def test_symlinks_and_special_files_a_scan_skipped_are_counted_and_listed_by_status(
+    tmp_path: Path,
+) -> None:
+    root = small_root(tmp_path / "docs", 3)
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "secret.md").write_text("# Secret\n\nnot under the root\n")
+    (root / "secret.md").symlink_to(tmp_path / "outside" / "secret.md")
+    (root / "more").symlink_to(tmp_path / "outside")
+    os.mkfifo(root / "pipe.md")
+    config = write_config(tmp_path, root)
+
+    indexed = run_json(config, "index")
+    status = run_json(config, "status")  # no daemon: what the scan saw was kept
+    text = run_ragd(config, "status").stdout
+
+    assert indexed["documents"]["added"] == 3
+    assert status["sources"][0]["skipped"] == {
+        "symlinks": 2,
+        "special": 1,
+        "files": [
+            {"path": "more", "kind": "symlink"},
+            {"path": "pipe.md", "kind": "fifo"},
+            {"path": "secret.md", "kind": "symlink"},
+        ],
+    }
+    assert "skipped docs: 2 symlinks (not followed) and 1 special file" in text
+    assert "skipped docs:secret.md: symlink" in text.splitlines()
+
+
+def test_a_document_over_the_chunk_limit_fails_naming_the_setting(tmp_path: Path) -> None:
+    config = write_config(tmp_path, small_root(tmp_path / "docs", 3))
+    config.write_text(
+        config.read_text().replace(
+            "max_chars = 900", "max_chars = 900\nmax_chunks_per_document = 2"
+        )
+    )
+
+    report = run_json(config, "index")
+    status = run_json(config, "status")
+
+    failed = status["sources"][0]["failed_documents"]
+    assert report["documents"]["failed"] == len(failed) > 0
+    assert all(
+        doc["error"].startswith("too many chunks: the document makes ")
+        and doc["error"].endswith("more than chunking.max_chunks_per_document (2)")
+        for doc in failed
+    )

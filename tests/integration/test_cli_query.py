@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -150,6 +151,42 @@ def test_status_check_prints_one_line_and_exits_0_when_healthy(indexed_fastapi: 
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("RAGD OK - 155 documents")
     assert len(result.stdout.strip().splitlines()) == 1
+
+
+def test_status_text_gives_the_last_index_as_an_age(indexed_fastapi: Path) -> None:
+    result = run_ragd(indexed_fastapi, "status")
+
+    assert result.returncode == 0, result.stderr
+    row = result.stdout.splitlines()[1].split()
+    assert row[0] == "docs" and row[-1] == "ago"
+    assert re.search(r"^last full scan: \d+ (s|min) ago;", result.stdout, re.MULTILINE)
+
+
+def test_status_stale_says_so_when_no_document_is_stale(indexed_fastapi: Path) -> None:
+    result = run_ragd(indexed_fastapi, "status", "--stale")
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "no stale documents\n"
+
+
+def test_query_text_says_plainly_when_it_abstains(indexed_fastapi: Path) -> None:
+    question = ("how long should sourdough bread proof",)
+    body = run_json(indexed_fastapi, "query", *question)
+    printed = run_ragd(indexed_fastapi, "query", *question)
+
+    assert body["abstained"] is True
+    assert printed.stdout.splitlines()[0].startswith(
+        "No confident answer (abstained): the documents may not answer this question."
+    )
+
+
+def test_query_text_gives_each_hit_its_age(indexed_fastapi: Path) -> None:
+    printed = run_ragd(indexed_fastapi, "query", "request body", "-k", "2")
+
+    assert printed.returncode == 0, printed.stderr
+    ages = [line for line in printed.stdout.splitlines() if line.startswith("    docs:")]
+    assert len(ages) == 2
+    assert all(re.search(r"  indexed \d+ (s|min) ago$", line) for line in ages)
 
 
 def test_query_without_an_index_says_what_to_do(tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ def test_status_carries_the_running_daemons_section(tmp_path: Path) -> None:
         served.wait_scanned()
         report = _status_json(served.config)
         text = run_ragd(served.config, "status").stdout
+        check = run_ragd(served.config, "status", "--check")
     finally:
         served.stop()
 
@@ -35,6 +36,25 @@ def test_status_carries_the_running_daemons_section(tmp_path: Path) -> None:
     assert set(daemon["next_jobs"]) == {"rescan", "compact", "compact-cleanup"}
     assert f"daemon: pid {served.process.pid}, ok" in text
     assert "watcher: watching, 0 overflows" in text
+    assert daemon["writer_alive"] is True
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert check.stdout == ("RAGD OK - 10 documents, 0 stale, 0 failed, stores agree, daemon ok\n")
+
+
+def test_status_check_is_critical_while_the_daemon_cannot_watch_a_root(tmp_path: Path) -> None:
+    missing = tmp_path / "not-there-yet"
+    source = f'\n[[sources]]\nname = "later"\ntype = "folder"\npath = "{missing}"\n'
+    served = Served(tmp_path, small_root(tmp_path / "docs", 3), extra_sources=source)
+    served.start().wait_ready()
+    try:
+        served.wait_scanned()
+        check = run_ragd(served.config, "status", "--check")
+    finally:
+        served.stop()
+
+    assert check.returncode == 1
+    assert check.stdout.startswith("RAGD CRITICAL - ")
+    assert check.stdout.rstrip().endswith(f"daemon watcher degraded: not watching {missing}")
 
 
 def test_status_reads_the_stores_once_the_daemon_has_stopped(tmp_path: Path) -> None:

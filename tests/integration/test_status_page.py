@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,7 +12,7 @@ from selenium.common.exceptions import NoAlertPresentException
 from selenium.webdriver.common.by import By
 
 from tests.integration.browser import chromium, console_errors
-from tests.integration.daemon import TUTORIAL, Served
+from tests.integration.daemon import TUTORIAL, Served, small_root, wait_until
 
 HOSTILE_TITLE = "<script>alert(1)</script>"
 HOSTILE_NAME = "<img src=x onerror=alert(2)>.md"
@@ -64,8 +65,6 @@ def test_markup_in_a_title_and_a_file_name_shows_as_text_and_runs_nothing(
 
 
 def test_the_page_forbids_every_script_by_its_content_security_policy(served: Served) -> None:
-    import urllib.request
-
     with urllib.request.urlopen(f"http://127.0.0.1:{served.port}/", timeout=30) as reply:
         policy = reply.headers["Content-Security-Policy"]
         kind = reply.headers.get_content_type()
@@ -90,3 +89,43 @@ def test_a_screenshot_of_the_page_can_be_taken(served: Served, tmp_path: Path) -
 
         assert browser.save_screenshot(str(shot))
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_an_edit_shows_stale_while_the_writer_is_held_and_fresh_once_applied(
+    tmp_path: Path,
+) -> None:
+    root = small_root(tmp_path / "docs", 5)
+    page = sorted(root.glob("*.md"))[0]
+    daemon = Served(tmp_path, root)
+    daemon.pause_file = tmp_path / "writer.held"
+    daemon.start().wait_ready()
+    try:
+        daemon.wait_scanned()
+        with chromium() as browser:
+            url = f"http://127.0.0.1:{daemon.port}/"
+
+            def stale_rows() -> list[str]:
+                browser.get(url)
+                heading = browser.find_element(By.XPATH, "//h2[.='Stale documents']")
+                listing = heading.find_element(By.XPATH, "following-sibling::*[1]")
+                return [row.text for row in listing.find_elements(By.TAG_NAME, "tr")[1:]]
+
+            fresh_rows = stale_rows()
+            fresh_title = browser.title
+            daemon.hold_writer()
+            page.write_text(page.read_text() + "\n\nA paragraph the index has not seen yet.\n")
+            held = wait_until(stale_rows, 30, interval=0.5)
+            held_title = browser.title
+            daemon.release_writer()
+            daemon.wait_idle()
+            after = wait_until(lambda: stale_rows() == [], 30, interval=0.5)
+            after_title = browser.title
+            errors = console_errors(browser)
+    finally:
+        daemon.stop()
+
+    assert (fresh_title, fresh_rows) == ("ragd: OK", [])
+    assert len(held) == 1 and f"docs:{page.name}" in held[0] and "source_changed" in held[0]
+    assert held_title == "ragd: ATTENTION"
+    assert after and after_title == "ragd: OK"
+    assert errors == []

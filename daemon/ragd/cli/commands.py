@@ -12,14 +12,23 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, get_args
+from typing import TYPE_CHECKING, Any, TypeVar, get_args
 
 import click
 
 from ragd.cli.daemon_client import ask_daemon, status_url
-from ragd.cli.text import Progress, eval_text, index_summary, query_text, status_text, verdict
+from ragd.cli.text import (
+    Progress,
+    eval_text,
+    index_summary,
+    query_text,
+    stale_text,
+    status_text,
+    verdict,
+)
 from ragd.config import Config, SearchMode, SourceConfig, load_config, resolve_config_path
 from ragd.errors import ConfigError, LockedError, RagdError, UsageError
 from ragd.indexing.faults import NO_FAULTS, FaultPlan
@@ -41,8 +50,12 @@ def _exit_code(error: RagdError) -> int:
 
 
 class _State:
-    def __init__(self, config_path: str | None, faults: FaultPlan) -> None:
-        self.config_path = config_path
+    """What every command shares: the options --config and --debug set (before the command
+    name or after it), the config (read once, when first needed) and a test's crash plan."""
+
+    def __init__(self, faults: FaultPlan = NO_FAULTS) -> None:
+        self.config_path: str | None = None
+        self.debug = False
         self.faults = faults
         self._config: Config | None = None
 
@@ -57,16 +70,42 @@ class _State:
         return Runtime.from_config(self.config(), faults=self.faults)
 
 
+def _set_config(ctx: click.Context, _: click.Parameter, value: str | None) -> None:
+    if value is not None:  # given after the command name too: the later one wins
+        ctx.ensure_object(_State).config_path = value
+
+
+def _set_debug(ctx: click.Context, _: click.Parameter, value: bool) -> None:
+    if value:
+        ctx.ensure_object(_State).debug = True
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _shared_options(command: F) -> F:
+    """--config and --debug, on the group and on every command, so that both
+    `ragd --config x.toml status` and `ragd status --config x.toml` work alike."""
+    command = click.option(
+        "--debug",
+        is_flag=True,
+        expose_value=False,
+        callback=_set_debug,
+        help="Show tracebacks for unexpected errors.",
+    )(command)
+    return click.option(
+        "--config",
+        metavar="PATH",
+        expose_value=False,
+        callback=_set_config,
+        help="Configuration file. Default: $RAGD_CONFIG, else ./config.toml.",
+    )(command)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.option(
-    "--config",
-    "config_path",
-    metavar="PATH",
-    help="Configuration file. Default: $RAGD_CONFIG, else ./config.toml.",
-)
-@click.option("--debug", is_flag=True, help="Show tracebacks for unexpected errors.")
-@click.pass_context
-def cli(ctx: click.Context, config_path: str | None, debug: bool) -> None:
+@click.version_option(package_name="ragd", prog_name="ragd", message="%(prog)s %(version)s")
+@_shared_options
+def cli() -> None:
     """ragd keeps a hybrid (BM25 + vector) retrieval index in step with your documents.
 
     \b
@@ -76,12 +115,13 @@ def cli(ctx: click.Context, config_path: str | None, debug: bool) -> None:
     ragd eval GOLD.jsonl    measure retrieval (recall@k, MRR, nDCG, abstention)
     ragd serve              the daemon: watch, re-index on change, answer over HTTP
     ragd mcp                search for LLM applications over MCP (stdio)
+
+    --config and --debug may also follow the command name.
     """
-    faults = ctx.obj if isinstance(ctx.obj, FaultPlan) else NO_FAULTS  # given by main()
-    ctx.obj = _State(config_path, faults)
 
 
 @cli.command()
+@_shared_options
 @click.option(
     "--full",
     is_flag=True,
@@ -146,6 +186,7 @@ def _poll_once(indexer: Indexer, source: SourceConfig) -> IndexReport:
 
 
 @cli.command()
+@_shared_options
 @click.argument("text")
 @click.option(
     "-k",
@@ -158,8 +199,8 @@ def _poll_once(indexer: Indexer, source: SourceConfig) -> IndexReport:
     "--mode",
     type=click.Choice(MODES),
     default=None,
-    help="Retriever: hybrid (BM25 + vector, fused; re-scored by the second stage when it "
-    "is on), bm25 or vector. Default: search.mode.",
+    help="Retriever: hybrid (BM25 and vector, fused, then re-scored by the second stage "
+    "when it is on), bm25 or vector alone. Default: search.mode.",
 )
 @click.option(
     "--no-rerank",
@@ -218,8 +259,18 @@ def query(
 ) -> int:
     """Search the index for TEXT.
 
-    Hits carry indexed_at and stale flags; a hybrid query whose evidence is weak says so
-    (abstained): the documents may not answer it.
+    \b
+    hybrid (the default): BM25 and the first-stage vectors each retrieve their
+    search.candidates best chunks, and convex fusion merges them: each list's scores
+    divided by its best score, summed with weights search.bm25_weight (1.0) and
+    search.vector_weight (0.5). search.fusion = "rrf" fuses by weighted reciprocal rank
+    (search.rrf_k) instead. With the second stage on ([rerank]), its model re-scores the
+    best rerank.candidates; its share of the score grows the less of the query the
+    documents' own words cover.
+
+    Hits carry indexed_at and stale flags (text output: "indexed 3 min ago"); a hybrid
+    query whose evidence is weak says so first (abstained): the documents may not answer
+    it.
     """
     from ragd.search.context import build_context
     from ragd.search.filters import QueryFilter
@@ -246,22 +297,24 @@ def query(
     elif as_json:
         click.echo(json.dumps(response.to_json(), indent=2, ensure_ascii=False))
     else:
-        click.echo(query_text(response))
+        click.echo(query_text(response, now=datetime.now(UTC)))
     return EXIT_OK
 
 
 @cli.command()
+@_shared_options
 @click.option("--json", "as_json", is_flag=True, help="Print the full report as JSON.")
 @click.option(
     "--check",
     is_flag=True,
-    help="Print one line; exit 1 if anything is stale or failed or the stores disagree.",
+    help="Print one line; exit 1 if anything is stale or failed, the stores disagree, or "
+    "a running daemon's writer is dead or its watcher degraded.",
 )
 @click.option(
     "--stale",
     "list_stale",
     is_flag=True,
-    help="List the stale documents: path, reasons, indexed_at.",
+    help="List the stale documents: path, reasons, when indexed.",
 )
 @click.pass_obj
 def status(state: _State, as_json: bool, check: bool, list_stale: bool) -> int:
@@ -269,8 +322,10 @@ def status(state: _State, as_json: bool, check: bool, list_stale: bool) -> int:
 
     Works with or without a running daemon. When `ragd serve` runs for this data
     directory (at http.listen), its report is shown, with a daemon section: uptime, queue,
-    watcher health, next scheduled jobs, LanceDB versions. Otherwise the stores are read
-    directly.
+    writer and watcher health, next scheduled jobs, LanceDB versions. Otherwise the stores
+    are read directly. Folder sources also list the symlinks and special files their last
+    full scan skipped (symlinks are not followed). Text output gives times as ages; --json
+    as ISO 8601 UTC.
     """
     report = _status_report(state)
     code, line = verdict(report)
@@ -279,12 +334,7 @@ def status(state: _State, as_json: bool, check: bool, list_stale: bool) -> int:
     elif check:
         click.echo(line)
     elif list_stale:
-        for source in report["sources"]:
-            for doc in source["stale_documents"]:
-                reasons = ",".join(doc["reasons"])
-                click.echo(
-                    f"{source['name']}:{doc['path']}\t{reasons}\t{doc['indexed_at'] or 'never'}"
-                )
+        click.echo(stale_text(report))
     else:
         click.echo(status_text(report))
     return code if check else EXIT_OK
@@ -302,6 +352,7 @@ def _status_report(state: _State) -> dict[str, Any]:
 
 
 @cli.command(name="eval")
+@_shared_options
 @click.argument("gold", type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
     "-k", "k", type=click.IntRange(1, 100), default=10, show_default=True, help="Results per query."
@@ -360,6 +411,7 @@ def eval_command(
 
 
 @cli.command()
+@_shared_options
 @click.pass_obj
 def serve(state: _State) -> int:
     """Run the daemon: watch the sources, keep the index current, serve HTTP.
@@ -369,9 +421,15 @@ def serve(state: _State) -> int:
     unclean stop is reconciled). Then file changes are indexed as they happen (searchable
     at once; their second-stage vectors follow in the background), a full rescan runs
     every schedule.rescan_interval, and the HTTP API answers on [http] listen:
-      GET /healthz, POST /v1/query, POST /v1/context, GET /v1/status,
-      POST /v1/webhooks/<source>, GET /metrics, GET /openapi.json,
-      /mcp (MCP over Streamable HTTP)
+      GET  /                         the status page (HTML)
+      GET  /healthz                  liveness: writer alive, watcher degraded
+      POST /v1/query                 search (the JSON of ragd query --json)
+      POST /v1/context               prompt-ready passages (ragd query --context)
+      GET  /v1/status                ragd status --json, plus the daemon's own section
+      POST /v1/webhooks/<source>     deliveries of a webhook source
+      GET  /metrics                  Prometheus metrics
+      GET  /openapi.json             the API's OpenAPI description
+      GET|POST|DELETE /mcp           MCP over Streamable HTTP
     SIGTERM or SIGINT stops gracefully; a second signal exits at once. Logs go to stderr,
     JSON lines unless stderr is a terminal (see daemon.log_format).
     """
@@ -386,6 +444,7 @@ def serve(state: _State) -> int:
 
 
 @cli.command(name="mcp")
+@_shared_options
 @click.pass_obj
 def mcp_command(state: _State) -> int:
     """Serve search to an LLM application over MCP (the Model Context Protocol), on stdio.
@@ -420,8 +479,9 @@ def main(argv: Sequence[str] | None = None, *, faults: FaultPlan = NO_FAULTS) ->
     """Entry point of the `ragd` console script; returns the exit code. `faults` is a
     test's crash plan (tests/integration/crashing_ragd.py); the console script has none."""
     args = list(sys.argv[1:] if argv is None else argv)
+    state = _State(faults)
     try:
-        result = cli.main(args=args, prog_name="ragd", standalone_mode=False, obj=faults)
+        result = cli.main(args=args, prog_name="ragd", standalone_mode=False, obj=state)
     except click.exceptions.Abort:
         click.echo("ragd: interrupted", err=True)
         return 130
@@ -432,7 +492,7 @@ def main(argv: Sequence[str] | None = None, *, faults: FaultPlan = NO_FAULTS) ->
         click.echo(f"ragd: error: {exc}", err=True)
         return _exit_code(exc)
     except Exception as exc:
-        if "--debug" in args:
+        if state.debug:
             raise
         first_line = (str(exc).splitlines() or [""])[0]
         click.echo(

@@ -3,16 +3,19 @@ each command's report.
 
 `ragd.cli` parses arguments, runs the core and prints these (or JSON with --json); this
 module only formats. Progress is a bar on a terminal and a line every few seconds
-elsewhere (logs, systemd).
+elsewhere (logs, systemd). Times read as ages ("3 min ago"); the JSON keeps them ISO 8601.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
 import click
+
+from ragd.search.ages import relative_time
 
 if TYPE_CHECKING:  # only for annotations: `ragd status` should not import the engine
     from ragd.indexing.report import IndexReport
@@ -64,14 +67,23 @@ def index_summary(report: IndexReport) -> str:
     return "\n".join(lines)
 
 
-def query_text(response: SearchResponse) -> str:
+# Units of an age, largest first; below a minute it is counted in seconds.
+def query_text(response: SearchResponse, now: datetime) -> str:
+    """A query's hits for people: an abstention first and in words, then each hit with
+    where it is, how it ranked, how long ago it was indexed and its text."""
+    excluded = (
+        f"({response.excluded_stale} stale hits excluded; without --exclude-stale they show, "
+        "flagged STALE)"
+        if response.excluded_stale
+        else None
+    )
     if not response.hits:
-        return f"no results for {response.query!r}"
+        return "\n".join([f"No results for {response.query!r}.", *([excluded] if excluded else [])])
     lines: list[str] = []
     if response.abstained:
         lines.append(
-            "No confident answer: the documents may not answer this question. "
-            "The closest hits follow."
+            "No confident answer (abstained): the documents may not answer this question. "
+            "The closest hits follow; they may not be about it."
         )
     for hit in response.hits:
         doc, chunk = hit.document, hit.chunk
@@ -81,15 +93,16 @@ def query_text(response: SearchResponse) -> str:
         second = f"  second stage #{hit.second_stage_rank or '-'}" if response.rerank else ""
         lines.append(
             f"    {doc.source}:{doc.key}  score {hit.score:.4f}  "
-            f"bm25 #{hit.bm25_rank or '-'}  vector #{hit.vector_rank or '-'}{second}"
+            f"bm25 #{hit.bm25_rank or '-'}  vector #{hit.vector_rank or '-'}{second}  "
+            f"indexed {relative_time(doc.indexed_at, now)}"
         )
         if hit.context is not None:  # asked for: the whole section, as an LLM would get it
             lines.extend(f"    {line}" for line in hit.context.splitlines())
             continue
         snippet = " ".join(chunk.text.split())
         lines.append(f"    {snippet[:200]}{'…' if len(snippet) > 200 else ''}")
-    if response.excluded_stale:
-        lines.append(f"({response.excluded_stale} stale hits excluded)")
+    if excluded:
+        lines.append(excluded)
     return "\n".join(lines)
 
 
@@ -120,6 +133,11 @@ def eval_text(reports: list[ModeReport], kinds: list[str]) -> str:
 
 
 def status_text(report: dict[str, Any]) -> str:
+    """The status report for people: a table per source, then what needs a look.
+
+    Ages are counted to when the report was made, so a daemon's report reads right
+    whatever this machine's clock says."""
+    now = datetime.fromisoformat(report["generated_at"])
     sources = report["sources"]
     header = ("SOURCE", "DOCS", "CHUNKS", "FAILED", "STALE", "LAST INDEXED")
     rows = [header] + [
@@ -129,7 +147,7 @@ def status_text(report: dict[str, Any]) -> str:
             str(s["chunks"]),
             str(s["failed"]),
             str(s["stale"]),
-            s["last_indexed_at"] or "never",
+            relative_time(s["last_indexed_at"], now),
         )
         for s in sources
     ]
@@ -140,6 +158,7 @@ def status_text(report: dict[str, Any]) -> str:
             lines.append(f"failed  {s['name']}:{doc['path']}: {doc['error']}")
         for path in s["empty_documents"]:
             lines.append(f"empty   {s['name']}:{path}: no text to index")
+        lines.extend(_skipped_text(s["name"], s.get("skipped")))
         if s.get("unreachable"):
             lines.append(f"unreachable {s['name']}: the last poll failed: {s['unreachable']}")
         for reason, count in s["stale_by_reason"].items():
@@ -151,7 +170,7 @@ def status_text(report: dict[str, Any]) -> str:
                 "stage until then"
             )
     lines.append(
-        f"last full scan: {report['last_full_scan_at'] or 'never'}; queued jobs: "
+        f"last full scan: {relative_time(report['last_full_scan_at'], now)}; queued jobs: "
         f"{report['queue_depth']} (index lag {report['index_lag_seconds']:.0f}s)"
     )
     stores = report["stores"]
@@ -161,14 +180,52 @@ def status_text(report: dict[str, Any]) -> str:
         f"lancedb {stores['lancedb_chunks']}, tantivy {stores['tantivy_chunks']} chunks)"
     )
     if daemon := report.get("daemon"):
-        lines.extend(_daemon_text(daemon))
+        lines.extend(_daemon_text(daemon, now))
     return "\n".join(lines)
 
 
-def _daemon_text(daemon: dict[str, Any]) -> list[str]:
+def _skipped_text(name: str, skipped: Mapping[str, Any] | None) -> list[str]:
+    """What the last full scan of a folder passed over, counted, then the first few named."""
+    if not skipped or not (skipped["symlinks"] or skipped["special"]):
+        return []
+    counts = [
+        f"{n} {what}{'' if n == 1 else 's'} ({why})"
+        for n, what, why in (
+            (skipped["symlinks"], "symlink", "not followed"),
+            (skipped["special"], "special file", "FIFO, socket or device: not read"),
+        )
+        if n
+    ]
+    lines = [f"skipped {name}: {' and '.join(counts)}"]
+    lines.extend(f"skipped {name}:{f['path']}: {f['kind']}" for f in skipped["files"])
+    if more := skipped["symlinks"] + skipped["special"] - len(skipped["files"]):
+        lines.append(f"skipped {name}: … and {more} more")
+    return lines
+
+
+def stale_text(report: Mapping[str, Any]) -> str:
+    """`ragd status --stale`: one line per stale document (source:path, reasons, age), or
+    a sentence saying there are none."""
+    now = datetime.fromisoformat(report["generated_at"])
+    lines = [
+        f"{source['name']}:{doc['path']}\t{','.join(doc['reasons'])}\t"
+        + (
+            f"indexed {relative_time(doc['indexed_at'], now)}"
+            if doc["indexed_at"]
+            else "never indexed"
+        )
+        for source in report["sources"]
+        for doc in source["stale_documents"]
+    ]
+    return "\n".join(lines) if lines else "no stale documents"
+
+
+def _daemon_text(daemon: dict[str, Any], now: datetime) -> list[str]:
     watcher = daemon["watcher"]
     unwatched = watcher.get("unwatched_roots") or []
-    next_jobs = ", ".join(f"{job} {at}" for job, at in sorted(daemon["next_jobs"].items()))
+    next_jobs = ", ".join(
+        f"{job} {relative_time(at, now)}" for job, at in sorted(daemon["next_jobs"].items())
+    )
     return [
         f"daemon: pid {daemon['pid']}, {daemon['state']}, "
         f"up {_duration(daemon['uptime_seconds'])}, queue {daemon['queue_depth']}, "
@@ -204,13 +261,35 @@ def _duration(seconds: float) -> str:
 
 
 def verdict(report: Mapping[str, Any]) -> tuple[int, str]:
-    """Exit code and one-line summary of a report's JSON (local or from a daemon)."""
+    """Exit code and one-line summary of a report's JSON (local or from a daemon).
+
+    CRITICAL when anything is stale or failed, the stores disagree, or, in a daemon's
+    report, its writer is not alive or its watcher is degraded (not watching, or a root
+    left to rescans alone)."""
     agree = bool(report["stores_agree"])
     stale, failed = int(report["stale"]), int(report["failed"])
     summary = (
         f"{report['documents']} documents, {stale} stale, {failed} failed, "
         f"stores {'agree' if agree else 'DISAGREE'}"
     )
-    if stale or failed or not agree:
+    daemon = report.get("daemon")
+    problems = _daemon_problems(daemon) if daemon else []
+    if daemon:
+        summary += f", daemon {'; '.join(problems) if problems else 'ok'}"
+    if stale or failed or not agree or problems:
         return 1, f"RAGD CRITICAL - {summary}"
     return 0, f"RAGD OK - {summary}"
+
+
+def _daemon_problems(daemon: Mapping[str, Any]) -> list[str]:
+    """What is wrong with a running daemon, from the daemon section of its status report
+    (a key an older daemon does not send counts as fine)."""
+    problems = []
+    if daemon.get("writer_alive") is False:
+        problems.append("writer NOT ALIVE")
+    watcher = daemon.get("watcher") or {}
+    if watcher.get("watching") is False:
+        problems.append("watcher NOT WATCHING")
+    if unwatched := watcher.get("unwatched_roots"):
+        problems.append(f"watcher degraded: not watching {', '.join(unwatched)}")
+    return problems

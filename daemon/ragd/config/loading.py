@@ -5,9 +5,11 @@ Owns reading config.toml (or a string of TOML) into the frozen dataclasses of
 naming the file (or environment variable), the dotted key (`chunking.max_chars`,
 `sources[1].name`, `sources.docs.include`), what is wrong and the offending value.
 
-Does not own: secrets (only where they live is recorded; the webhook intake reads them),
-whether folder roots exist (reported at scan time), or loading the model. The core never
-imports this package; shells pass the values it needs.
+A model given as a path must be a directory that exists (a missing one is a mistake in
+the setting, exit 2, not a download to retry); what is in it is checked when the model
+loads. Does not own: secrets (only where they live is recorded; the webhook intake reads
+them), whether folder roots exist (reported at scan time), or loading the model. The core
+never imports this package; shells pass the values it needs.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from typing import Final, cast
 from ragd.config.durations import DurationError, duration_from
 from ragd.config.settings import (
     DEFAULT_DATA_DIR,
+    DEFAULT_MODEL,
+    DEFAULT_RERANK_MODEL,
     ChunkingConfig,
     Config,
     DaemonConfig,
@@ -134,7 +138,11 @@ def _schema(base_dir: Path) -> dict[str, dict[str, _Convert]]:
             "candidates": _int(1, 1000),
             "weight": _weight,
         },
-        "chunking": {"max_chars": _int(100), "overlap": _int(0)},
+        "chunking": {
+            "max_chars": _int(100),
+            "overlap": _int(0),
+            "max_chunks_per_document": _int(1),
+        },
         "search": {
             "k": _int(1, 1000),
             # Not tied to k: a query may ask for more than the default k, so the query layer
@@ -193,7 +201,39 @@ def _parse(
         schedule=ScheduleConfig(**v["schedule"]),
         sources=parse_sources(origin, doc.get("sources"), base_dir, daemon.default_max_age),
     )
-    return _apply_environment(config, os.environ if environ is None else environ)
+    config = _apply_environment(config, os.environ if environ is None else environ)
+    _check_model_directories(config, origin)
+    return config
+
+
+# What to do about a model path that is not a directory, per section.
+_MODEL_DIR_HINTS: Final = {
+    "embedding": "copy a model2vec model directory there, or give a Hugging Face id such as "
+    f'"{DEFAULT_MODEL}", written without a leading "/", "./", "../" or "~"',
+    "rerank": "copy a directory holding model.onnx and tokenizer.json there, give a Hugging "
+    f'Face id such as "{DEFAULT_RERANK_MODEL}", or set [rerank] enabled = false',
+}
+
+
+def _check_model_directories(config: Config, origin: str) -> None:
+    """Refuse a model path (a value that names a directory, from the file or the
+    environment) that is not a directory: the model could never load from it. The second
+    stage's only while it is on."""
+    models = [("embedding", config.embedding.model, config.embedding.model_is_local)]
+    if config.rerank.enabled:
+        models.append(("rerank", config.rerank.model, config.rerank.model_is_local))
+    for section, model, is_local in models:
+        if not is_local or Path(model).is_dir():
+            continue
+        variable = f"RAGD_{section.upper()}_MODEL"
+        where = (
+            f"environment variable {variable} (overrides {section}.model)"
+            if variable in config.env_overrides
+            else f"{origin}: {section}.model"
+        )
+        problem = "is not a directory" if Path(model).exists() else "no such directory"
+        # The whole path, not a value cut to fit: its end is the part that is wrong.
+        raise ConfigError(f"{where}: {problem}: {model}", hint=_MODEL_DIR_HINTS[section])
 
 
 # --- environment overrides ------------------------------------------------------------------

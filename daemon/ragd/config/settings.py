@@ -74,10 +74,12 @@ class RerankConfig:
 
 @dataclass(frozen=True, kw_only=True)
 class ChunkingConfig:
-    """[chunking]: chunk size and overlap, in characters."""
+    """[chunking]: chunk size and overlap, in characters, and the most chunks one document
+    may make (a document over it is recorded failed, not indexed)."""
 
     max_chars: int = 900
     overlap: int = 120
+    max_chunks_per_document: int = 25_000
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -30,12 +30,17 @@ Points, in the order one flush reaches them (see `BatchWriter.flush` in ragd.ind
   stands for a parser that crashes natively on one file: it dies there in whichever process
   parses it (arrivals are counted per process), so a worker, and then the writer, die on it
   (ragd.indexing.parse_guard).
+
+A plan may also hold the daemon's writer instead of killing anything: while its
+`pause_file` exists the writer takes no job, so a test can edit a file and look at what
+the daemon reports before the change is applied (tests/integration/paused_ragd.py).
 """
 
 from __future__ import annotations
 
 import os
 import signal
+from pathlib import Path
 from typing import Any
 
 POINTS = (
@@ -53,20 +58,24 @@ POISON = b"RAGD-FAULT-POISON"
 
 
 class FaultPlan:
-    """Die at the `nth` arrival at `point`; no point means never (`NO_FAULTS`).
+    """Die at the `nth` arrival at `point`; no point means never (`NO_FAULTS`). With a
+    `pause_file`, hold the writer while that file exists.
 
     It travels to worker processes with the pipeline; each process counts its own arrivals.
     """
 
-    __slots__ = ("_arrivals", "nth", "point")
+    __slots__ = ("_arrivals", "nth", "pause_file", "point")
 
-    def __init__(self, point: str | None = None, nth: int = 1) -> None:
+    def __init__(
+        self, point: str | None = None, nth: int = 1, *, pause_file: Path | None = None
+    ) -> None:
         if point is not None and point not in POINTS:
             raise ValueError(f"unknown fault point {point!r}: expected one of {', '.join(POINTS)}")
         if nth < 1:
             raise ValueError(f"a fault's arrival must be 1 or more, got {nth}")
         self.point = point
         self.nth = nth
+        self.pause_file = pause_file
         self._arrivals = 0
 
     @classmethod
@@ -78,13 +87,20 @@ class FaultPlan:
         return cls(name, int(count) if count else 1)
 
     def __repr__(self) -> str:
-        return f"FaultPlan({self.point!r}, {self.nth})"
+        pause = "" if self.pause_file is None else f", pause_file={self.pause_file!r}"
+        return f"FaultPlan({self.point!r}, {self.nth}{pause})"
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"point": self.point, "nth": self.nth}  # a new process starts counting anew
+        # A new process starts counting anew.
+        return {"point": self.point, "nth": self.nth, "pause_file": self.pause_file}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.point, self.nth, self._arrivals = state["point"], state["nth"], 0
+        self.pause_file = state.get("pause_file")
+
+    def holds_writer(self) -> bool:
+        """True while the plan's pause file exists: the writer takes no job meanwhile."""
+        return self.pause_file is not None and self.pause_file.exists()
 
     def reached(self, point: str) -> None:
         """Die here with SIGKILL if this is the planned point's planned arrival."""

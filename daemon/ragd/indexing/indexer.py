@@ -34,7 +34,7 @@ from ragd.sources.folders import FileStat, FolderSource, Listing
 from ragd.stores import vectors
 from ragd.stores.agreement import reconcile_stores
 from ragd.stores.data_dir import WriterStores
-from ragd.stores.records import DocumentRecord, FileState, listing_digest, utc_now
+from ragd.stores.records import DocumentRecord, FileState, SkippedFiles, listing_digest, utc_now
 
 ProgressFn = Callable[[int, int], None]
 """Called as progress(done, total) every few listed files, and after the last."""
@@ -92,9 +92,14 @@ class Indexer:
         listings: list[tuple[FolderSource, Listing]] = []
         for source in self.sources:
             try:
-                listings.append((source, source.scan()))
+                listing = source.scan()
             except SourceError as exc:
                 report.errors.append(str(exc))
+                continue
+            listings.append((source, listing))
+            # Kept for `ragd status`: without a word there, a symlinked doc would just
+            # be missing from search.
+            self.manifest.record_skipped(source.name, SkippedFiles.of(listing.skipped))
         total = sum(len(listing.files) for _, listing in listings)
         done = 0
         checked: list[str] = []
@@ -123,6 +128,8 @@ class Indexer:
             for name in set(self.manifest.sources()) - configured:
                 for record in self.manifest.documents(name):
                     self._pass.delete(record)
+            for name in set(self.manifest.skipped_files()) - configured:
+                self.manifest.record_skipped(name, SkippedFiles())
         report = self._pass.finish()
         self.manifest.confirm_sources(checked, checked_at=self._pass.checked_at)
         self._remember_unchanged_listings(checked)

@@ -25,6 +25,7 @@ from ragd.stores.manifest_reader import ManifestReader
 from ragd.stores.records import DocumentWrite, Vector
 
 # About 20 MB of prose at the default max_chars: more is a generated file, not a document.
+# One document is embedded and written in one batch, so this bounds what one can cost.
 MAX_CHUNKS_PER_DOCUMENT = 25_000
 
 
@@ -74,6 +75,12 @@ class Pipeline:
     """Parsing and chunking settings plus the identities of the models they are paired
     with: the first stage's, and the second stage's when it is on.
 
+    `max_chunks` is the most chunks one document may make (config
+    chunking.max_chunks_per_document); a document over it fails with that reason. It is
+    not part of the recipe either: it decides whether a document is indexed, never what
+    its chunks are, so raising it re-processes nothing until the failed files change (or
+    `ragd index --full`).
+
     `faults` is the crash plan of tests (ragd.indexing.faults); it is not part of the
     recipe and never changes what is produced.
     """
@@ -81,6 +88,7 @@ class Pipeline:
     chunking: ChunkSettings
     model_identity: str
     second_identity: str | None = None
+    max_chunks: int = MAX_CHUNKS_PER_DOCUMENT
     faults: FaultPlan = field(default=NO_FAULTS, compare=False)
 
     @cached_property  # asked once per document on every pass: 38k JSON dumps cost 0.4 s
@@ -110,10 +118,10 @@ class Pipeline:
         if title:
             parsed = replace(parsed, title=title)
         chunks = chunk_document(parsed, self.chunking)
-        if len(chunks) > MAX_CHUNKS_PER_DOCUMENT:
-            # One document is embedded and written in one batch; bound what it can cost.
+        if len(chunks) > self.max_chunks:
             raise UnsupportedDocument(
-                f"document has {len(chunks)} chunks; the limit is {MAX_CHUNKS_PER_DOCUMENT}"
+                f"too many chunks: the document makes {len(chunks)}, more than "
+                f"chunking.max_chunks_per_document ({self.max_chunks})"
             )
         return ProcessedDocument(
             parsed.title,

@@ -18,6 +18,7 @@ SOURCE_DELETED = "source_deleted"
 PENDING = "pending"
 MAX_AGE = "max_age"
 FINGERPRINT = "fingerprint"
+REASONS = (SOURCE_CHANGED, SOURCE_DELETED, PENDING, MAX_AGE, FINGERPRINT)
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ def stale_reasons(
     """
     reasons: list[str] = []
     if policy is not None and policy.folder is not None:
-        reasons.extend(_file_reasons(doc, policy.folder, verify_content=verify_content))
+        reasons.extend(file_reasons(doc, policy.folder, verify_content=verify_content))
     if pending or doc.status == "pending":
         reasons.append(PENDING)
     if unreachable or (
@@ -60,7 +61,9 @@ def stale_reasons(
     return reasons
 
 
-def _file_reasons(doc: DocumentRecord, folder: FolderSource, *, verify_content: bool) -> list[str]:
+def file_reasons(doc: DocumentRecord, folder: FolderSource, *, verify_content: bool) -> list[str]:
+    """`source_changed` or `source_deleted` when the document's file is no longer what was
+    indexed, or []: its stat, then (with `verify_content`) its bytes decide."""
     current = folder.stat(doc.key)
     if current is None:
         return [SOURCE_DELETED]

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from ragd.search.staleness import SourcePolicy, stale_reasons
 from ragd.stores.agreement import Agreement, compare_ids
 from ragd.stores.keywords import KeywordStore
 from ragd.stores.manifest_reader import ManifestReader
-from ragd.stores.records import DocumentRecord, format_time, parse_time
+from ragd.stores.records import DocumentRecord, SkippedFiles, format_time, parse_time
 from ragd.stores.vectors import VectorStore
 
 
@@ -52,6 +52,8 @@ class SourceStatus:
     # (chunks with a stored second-stage vector, chunks that should have one); None: off
     second_stage: tuple[int, int] | None = None
     unreachable: str | None = None  # why the last poll could not list the source
+    # What the last full scan of a folder passed over (symlinks, special files).
+    skipped: SkippedFiles = field(default_factory=SkippedFiles)
 
     def to_json(self) -> dict[str, object]:
         """The source object of the status contract."""
@@ -79,6 +81,7 @@ class SourceStatus:
             ],
             "second_stage": None if self.second_stage is None else _coverage(*self.second_stage),
             "unreachable": self.unreachable,
+            "skipped": self.skipped.to_json(),
         }
 
 
@@ -159,6 +162,7 @@ def build_status(
     jobs, oldest_job = manifest.queued_jobs()
     coverage = manifest.second_stage_coverage() if second_stage_model is not None else None
     unreachable = manifest.unreachable_sources()
+    skipped = manifest.skipped_files()
     source_reports = [
         _source_status(
             name,
@@ -170,6 +174,7 @@ def build_status(
             jobs.get(name, 0),
             None if coverage is None else coverage.get(name, (0, 0)),
             unreachable.get(name),
+            skipped.get(name, SkippedFiles()),
         )
         for name in names
     ]
@@ -198,6 +203,7 @@ def _source_status(
     pending_jobs: int,
     second_stage: tuple[int, int] | None,
     unreachable: str | None,
+    skipped: SkippedFiles,
 ) -> SourceStatus:
     live = [d for d in docs if d.status != "deleted"]
     reasons: Counter[str] = Counter()
@@ -237,6 +243,7 @@ def _source_status(
         pending_jobs=pending_jobs,
         second_stage=second_stage,
         unreachable=unreachable,
+        skipped=skipped,
     )
 
 

@@ -2,8 +2,9 @@
 
 Owns what the daemon answers besides its readers' queries (ragd.service.readers): the
 status report with the daemon's own section, the webhook intake hand-off, and the
-scrape-time snapshot behind /metrics. It implements the `Backend` of
-`ragd.service.http_api` over the parts the lifecycle (`ragd.service.daemon`) builds.
+registry behind /metrics (ragd.service.scrape reads its snapshot). It implements the
+`Backend` of `ragd.service.http_api` over the parts the lifecycle (`ragd.service.daemon`)
+builds.
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ from typing import Any, cast
 from ragd.search.results import QueryRequest
 from ragd.search.status import StatusReport
 from ragd.service.logs import get_logger
-from ragd.service.metrics import Metrics, Snapshot
+from ragd.service.metrics import Metrics
 from ragd.service.poller import Poller
 from ragd.service.readers import Readers
 from ragd.service.runtime import Runtime
 from ragd.service.scheduler import Scheduler
+from ragd.service.scrape import Scraper
 from ragd.service.second_stage_filler import SecondStageFiller
 from ragd.service.status_page import AGE_EDGES, MAX_LISTED, render_status_page
 from ragd.service.webhook_intake import WebhookIntake
@@ -30,7 +32,7 @@ from ragd.service.writer import Writer
 from ragd.sources.cms.formats import WebhookRequest
 from ragd.sources.watcher import Watcher
 from ragd.stores.jobs import JobQueue
-from ragd.stores.records import format_time, parse_time
+from ragd.stores.records import format_time
 
 log = get_logger("ragd.service")
 
@@ -62,7 +64,16 @@ class ServiceBackend:
     started: float
 
     def __post_init__(self) -> None:
-        self.metrics = Metrics(self._snapshot)
+        scraper = Scraper(
+            self.runtime,
+            self.readers,
+            self.queue,
+            self.writer.stats,
+            self.writer.is_alive,
+            self.watcher.health,
+            self.poller.last_listed,
+        )
+        self.metrics = Metrics(scraper.snapshot)
 
     @property
     def max_body_bytes(self) -> int:
@@ -88,6 +99,7 @@ class ServiceBackend:
             "uptime_seconds": round(time.monotonic() - self.started, 1),
             "queue_depth": self.queue.depth(),
             "watcher": self.watcher.health().__dict__,
+            "writer_alive": self.writer.is_alive(),
             "writer": self.writer.stats.to_json(),
             "lancedb_versions": self.readers.vectors.version_count(),
             "next_jobs": self.scheduler.next_runs(),
@@ -162,17 +174,3 @@ class ServiceBackend:
             found = [self.readers.manifest.document(doc_id) for doc_id in set(listed)]
         documents = {doc.doc_id: (doc.uri, doc.title) for doc in found if doc is not None}
         return render_status_page(report, freshness, events, documents, now)
-
-    def _snapshot(self) -> Snapshot:
-        oldest = self.queue.oldest_enqueued_at()
-        lag = (datetime.now(UTC) - parse_time(oldest)).total_seconds() if oldest else 0.0
-        with self.readers.lock:
-            per_source = self.readers.manifest.source_counts()
-        return Snapshot(
-            per_source=per_source,
-            queue_depth=self.queue.depth(),
-            index_lag_seconds=max(lag, 0.0),
-            chunks_embedded=self.writer.stats.chunks_embedded,
-            chunks_reused=self.writer.stats.chunks_reused,
-            watch_overflows=self.watcher.health().overflows,
-        )

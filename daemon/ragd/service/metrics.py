@@ -2,31 +2,52 @@
 
 Owns the metric names and their meaning. Counters and the query histogram are updated
 as things happen; gauges that describe the index (documents and chunks per source,
-queue depth, index lag, embeddings) are read at scrape time, so they are never stale.
+queue depth, index lag, embeddings) and whether it can be trusted (stale and failed
+documents, store agreement, writer and watcher health, scans) are read at scrape time
+(ragd.service.scrape), so they are never stale. Every label value is bounded: source names
+come from the config (or a manifest written under an earlier one), stale reasons from
+ragd.search.staleness.REASONS. deploy/prometheus/ragd-rules.yml alerts on them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from ragd.search.staleness import REASONS
+
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+@dataclass(frozen=True)
+class SourceGauges:
+    """What the daemon knows of one source at scrape time."""
+
+    documents: int
+    chunks: int
+    failed: int
+    stale_by_reason: Mapping[str, int]  # every reason of REASONS
+    oldest_unconfirmed_age: float  # seconds; 0 when no document was ever confirmed
+    last_scan: float | None  # unix time the last complete scan or poll began; None: unknown
+    watcher_degraded: bool | None  # None: not a folder source
 
 
 @dataclass(frozen=True)
 class Snapshot:
     """What the daemon knows at scrape time."""
 
-    per_source: dict[str, tuple[int, int]]  # source -> (documents, chunks)
+    sources: Mapping[str, SourceGauges]
     queue_depth: int
     index_lag_seconds: float
     chunks_embedded: int
     chunks_reused: int
     watch_overflows: int
+    stores_agree: bool
+    writer_alive: bool
 
 
 class _IndexCollector(Collector):
@@ -35,17 +56,18 @@ class _IndexCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         snap = self._snapshot()
-        documents = GaugeMetricFamily(
-            "ragd_documents", "Documents in the index (not deleted), per source", labels=["source"]
+        yield from _source_families(snap.sources)
+        yield GaugeMetricFamily(
+            "ragd_stores_agree",
+            "1 when the manifest, LanceDB and Tantivy hold as many chunks as each other "
+            "(ragd status compares the ids); a batch being written is not a disagreement",
+            value=int(snap.stores_agree),
         )
-        chunks = GaugeMetricFamily(
-            "ragd_chunks", "Chunks in the index, per source", labels=["source"]
+        yield GaugeMetricFamily(
+            "ragd_writer_alive",
+            "1 when the writer thread runs and its loop went round or finished a document recently",
+            value=int(snap.writer_alive),
         )
-        for source, (docs, count) in sorted(snap.per_source.items()):
-            documents.add_metric([source], docs)
-            chunks.add_metric([source], count)
-        yield documents
-        yield chunks
         yield GaugeMetricFamily(
             "ragd_queue_depth", "Jobs waiting for the writer", value=snap.queue_depth
         )
@@ -69,6 +91,55 @@ class _IndexCollector(Collector):
             "inotify queue overflows (each triggers a rescan)",
             value=snap.watch_overflows,
         )
+
+
+def _source_families(sources: Mapping[str, SourceGauges]) -> Iterator[Metric]:
+    """The per-source gauges, each source under each."""
+    documents = GaugeMetricFamily(
+        "ragd_documents", "Documents in the index (not deleted), per source", labels=["source"]
+    )
+    chunks = GaugeMetricFamily("ragd_chunks", "Chunks in the index, per source", labels=["source"])
+    stale = GaugeMetricFamily(
+        "ragd_documents_stale",
+        "Documents whose indexed chunks may no longer say what the source says, per source "
+        "and reason (a document counts under each of its reasons). source_changed and "
+        "source_deleted count the documents a change is queued for, as the daemon stats "
+        "their files; ragd status stats every file",
+        labels=["source", "reason"],
+    )
+    failed = GaugeMetricFamily(
+        "ragd_documents_failed", "Documents whose processing failed, per source", labels=["source"]
+    )
+    unconfirmed = GaugeMetricFamily(
+        "ragd_oldest_unconfirmed_age_seconds",
+        "Time since the least recently indexed or confirmed document of the source was "
+        "last indexed or confirmed unchanged (0 when none ever was)",
+        labels=["source"],
+    )
+    scanned = GaugeMetricFamily(
+        "ragd_last_scan_timestamp_seconds",
+        "When the last complete scan (folder sources) or poll that listed the source "
+        "(polled sources) began, as unix time; absent until one is known",
+        labels=["source"],
+    )
+    degraded = GaugeMetricFamily(
+        "ragd_watcher_degraded",
+        "1 when changes under a folder source's root may go unseen until a rescan: the "
+        "root is not watched, or watch events were lost since its last complete scan began",
+        labels=["source"],
+    )
+    for name, source in sorted(sources.items()):
+        documents.add_metric([name], source.documents)
+        chunks.add_metric([name], source.chunks)
+        for reason in REASONS:
+            stale.add_metric([name, reason], source.stale_by_reason.get(reason, 0))
+        failed.add_metric([name], source.failed)
+        unconfirmed.add_metric([name], source.oldest_unconfirmed_age)
+        if source.last_scan is not None:
+            scanned.add_metric([name], source.last_scan)
+        if source.watcher_degraded is not None:
+            degraded.add_metric([name], int(source.watcher_degraded))
+    yield from (documents, chunks, stale, failed, unconfirmed, scanned, degraded)
 
 
 class Metrics:

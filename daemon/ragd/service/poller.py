@@ -45,6 +45,8 @@ class Poller:
         self._stop = stop
         self._threads = threads
         self.last: dict[str, PollReport] = {}  # the last finished poll of each source
+        # When the last poll that listed each source whole began: its last scan, to monitoring.
+        self.last_listed: dict[str, str] = {}
 
     def poll(self, name: str) -> None:
         """Poll source `name` once (the scheduler never runs two polls of one source)."""
@@ -54,6 +56,8 @@ class Poller:
             log.exception("poll_crashed", source=name, error=f"{type(exc).__name__}: {exc}")
             return
         self.last[name] = report
+        if report.error is None and not report.interrupted:
+            self.last_listed[name] = report.began_at
         fields = report.to_json()
         if report.error is not None:
             log.warning("poll_failed", **fields)

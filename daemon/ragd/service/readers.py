@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import threading
 from dataclasses import replace
+from datetime import datetime
 
 from ragd.search.context import Context, build_context, check_budget
+from ragd.search.freshness import SourceFreshness, measure_freshness
 from ragd.search.parents import ParentHit
 from ragd.search.results import QueryRequest, SearchResponse
 from ragd.search.searcher import EncodedQuery, Searcher
 from ragd.service.runtime import Runtime
+from ragd.stores.manifest_counts import ManifestCounts
 from ragd.stores.manifest_reader import ManifestReader
 
 
@@ -32,6 +35,11 @@ class Readers:
         self.keywords = self.stores.keywords
         self.searcher: Searcher = runtime.searcher(self.stores)
         self.lock = threading.Lock()
+        self._runtime = runtime
+        # /metrics counts on a connection of its own, opened on the first scrape: a scrape
+        # and a query never wait for each other, and its page cache stays warm.
+        self._counts: ManifestCounts | None = None
+        self._counts_lock = threading.Lock()
         self._every_read = every_read
         self._seen = self._generation = 0
         self._second_seen = self._second_generation = 0
@@ -99,6 +107,32 @@ class Readers:
             filters=request.filters,
         )
 
+    def freshness(self, now: datetime) -> dict[str, SourceFreshness]:
+        """Per source, the counts behind the staleness gauges (ragd.search.freshness)."""
+        with self._counts_lock:
+            if self._counts is None:
+                self._counts = ManifestCounts.open(self._runtime.data_dir.manifest)
+            return measure_freshness(
+                self._counts,
+                self._runtime.policies(),
+                fingerprint=self._runtime.pipeline.fingerprint,
+                now=now,
+            )
+
+    def chunk_counts(self) -> tuple[int, int, int]:
+        """How many chunks the manifest lists and LanceDB and Tantivy hold, each at its
+        newest commit: whether the stores agree, cheaply enough for every /metrics scrape
+        (`ragd status` compares the chunk ids themselves)."""
+        with self.lock:
+            # Also after a repair, which changes the search stores without a commit to note.
+            self.vectors.refresh()
+            self.keywords.refresh()
+            return self.manifest.chunk_count(), self.vectors.count(), self.keywords.count()
+
     def close(self) -> None:
-        """Close the manifest connection."""
+        """Close the manifest connections."""
         self.manifest.close()
+        with self._counts_lock:
+            if self._counts is not None:
+                self._counts.close()
+                self._counts = None

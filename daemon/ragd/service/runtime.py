@@ -83,6 +83,7 @@ class Runtime:
                 chunking,
                 embedder.identity,
                 second_identity=None if second is None else second.identity,
+                max_chunks=config.chunking.max_chunks_per_document,
                 faults=faults,
             ),
             folders=folders,

@@ -15,8 +15,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from ragd.search.ages import relative_time
 from ragd.sources.deliveries import web_url
-from ragd.stores.records import parse_time
 
 REFRESH_SECONDS = 15
 MAX_LISTED = 100  # stale and failed documents shown, each
@@ -41,17 +41,6 @@ text-align:left;vertical-align:top}th{background:#f4f4f4}td.n{text-align:right}
 def e(value: object) -> str:
     """Any value as HTML text (quotes escaped too: values also go into attributes)."""
     return html.escape("" if value is None else str(value), quote=True)
-
-
-def relative_age(moment: str | None, now: datetime) -> str:
-    """A manifest time as "3 min ago" (or "never")."""
-    if not moment:
-        return "never"
-    seconds = max(0, int((now - parse_time(moment)).total_seconds()))
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
-        if seconds >= size:
-            return f"{seconds // size} {unit} ago"
-    return f"{seconds} s ago"
 
 
 def render_status_page(
@@ -120,7 +109,7 @@ def _daemon(report: Mapping[str, Any], now: datetime) -> str:
             f"<br>Writer {doing}, queue {e(daemon['queue_depth'])} "
             f"(index lag {e(round(report.get('index_lag_seconds', 0)))} s); "
             f"{e(writer['documents_indexed'])} indexed, {e(writer['documents_failed'])} failed "
-            f"since start; last scan {e(relative_age(writer['last_scan_at'], now))}. "
+            f"since start; last scan {e(relative_time(writer['last_scan_at'], now))}. "
             f"Watcher {watching}, {e(watcher['overflows'])} overflows."
         )
     return "".join(lines) + "</p>"
@@ -146,7 +135,7 @@ def _sources(sources: Sequence[Mapping[str, Any]], now: datetime) -> str:
             f"<td class=n>{e(s['documents'])}</td><td class=n>{e(s['chunks'])}</td>"
             f"<td>{stale}</td><td class=n>{e(s['failed'])}</td><td>{e(coverage)}</td>"
             f"<td title='{e(s['last_indexed_at'])}'>"
-            f"{e(relative_age(s['last_indexed_at'], now))}</td></tr>"
+            f"{e(relative_time(s['last_indexed_at'], now))}</td></tr>"
         )
     return head + "".join(rows) + "</table>"
 
@@ -197,7 +186,7 @@ def _documents(
                 break
             cell = _document(f"{s['name']}:{doc['path']}", documents)
             why = ", ".join(doc["reasons"]) if "reasons" in doc else doc.get("error", "")
-            when = relative_age(doc.get("indexed_at"), now) if "indexed_at" in doc else ""
+            when = relative_time(doc.get("indexed_at"), now) if "indexed_at" in doc else ""
             rows.append(f"<tr><td>{cell}</td><td>{e(why)}</td><td>{e(when)}</td></tr>")
     if not rows:
         return "<p class=muted>None.</p>"
@@ -216,7 +205,7 @@ def _events(
     now: datetime,
 ) -> str:
     rows = [
-        f"<tr><td title='{e(at)}'>{e(relative_age(at, now))}</td><td>{e(action)}</td>"
+        f"<tr><td title='{e(at)}'>{e(relative_time(at, now))}</td><td>{e(action)}</td>"
         f"<td>{_document(doc_id, documents)}</td><td>{e(reason or '')}</td></tr>"
         for at, action, doc_id, reason in events
     ]

@@ -8,7 +8,8 @@ back an entry a delivery did not carry), `polled` jobs record how a poll ended, 
 when done, so a crash or a stop mid-job means the job runs again after the restart.
 Second-stage vectors the filler thread embedded (ragd.service.second_stage_filler) are
 written when no job waits: jobs make changes searchable, these only improve ranking.
-The loop pings the systemd watchdog, so a hung writer gets the service restarted.
+The loop pings the systemd watchdog, so a hung writer gets the service restarted, and
+notes when it last went round or finished a document (`ragd_writer_alive`).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from ragd.stores.records import format_time
 log = get_logger("ragd.service.writer")
 
 MAX_ATTEMPTS = 5
+HELD_POLL = 0.05  # seconds between looks at a test's pause file
 RECENT_EVENTS = 50
 
 
@@ -71,6 +73,9 @@ class WriterStats:
     jobs_dropped: int = 0
     errors: int = 0
     busy: bool = False
+    # When the loop last went round or finished a document: a live thread silent for long
+    # is stuck in a job (ragd.service.scrape).
+    last_active_at: str = field(default_factory=lambda: format_time(datetime.now(UTC)))
     # The last documents indexed, deleted or failed, newest last: the status page's feed.
     recent: deque[RecentEvent] = field(default_factory=lambda: deque(maxlen=RECENT_EVENTS))
 
@@ -84,8 +89,9 @@ class WriterStats:
 
     def on_document(self, event: DocumentEvent) -> None:
         """Count and log one event per document."""
+        self.last_active_at = format_time(datetime.now(UTC))
         if event.action in ("indexed", "deleted", "failed"):
-            at = format_time(datetime.now(UTC))
+            at = self.last_active_at
             self.recent.append(RecentEvent(at, event.action, event.doc_id, event.reason))
         fields: dict[str, Any] = {"doc_id": event.doc_id, "seconds": round(event.seconds, 4)}
         if event.action == "indexed":
@@ -131,6 +137,7 @@ class Writer(threading.Thread):
         self._on_exit = on_exit
         self.readers = dict(readers or {})  # how a thin delivery's entry is read back
         self._second: SimpleQueue[tuple[Embedded, Future[int]]] = SimpleQueue()
+        self._held = False  # a test's fault plan holds the writer (ragd.indexing.faults)
 
     def submit_second_stage(self, embedded: Embedded) -> Future[int]:
         """Queue second-stage vectors to be written between jobs (from the filler thread);
@@ -152,6 +159,10 @@ class Writer(threading.Thread):
         backoff = 1.0
         while not self.stop.is_set():
             self.notifier.watchdog()
+            self.stats.last_active_at = format_time(datetime.now(UTC))
+            if self._held_by_test():
+                self.stop.wait(HELD_POLL)
+                continue
             jobs = self.queue.take()
             if not jobs:
                 if not self._write_second_stage():
@@ -175,6 +186,15 @@ class Writer(threading.Thread):
             if finished:
                 self.queue.done(jobs)
                 self.stats.jobs_done += len(jobs)
+
+    def _held_by_test(self) -> bool:
+        """Whether a test's fault plan holds the writer; logs when that starts and ends,
+        which is what the test waits for (never true in production: no plan)."""
+        held = self.indexer.pipeline.faults.holds_writer()
+        if held != self._held:
+            self._held = held
+            log.info("writer_held" if held else "writer_released")
+        return held
 
     def _write_second_stage(self) -> bool:
         """Write one batch of second-stage vectors, if one waits; False if none did."""

@@ -2,9 +2,11 @@
 
 Owns the rules for which files under a root are documents: include/exclude patterns
 (gitignore style), no symlinks followed (to files or directories), only regular files,
-a size cap. Reading opens with O_NOFOLLOW|O_NONBLOCK and checks the opened file, so a
-file swapped for a FIFO, a symlink or a directory between listing and reading is
-refused instead of blocking or escaping the root.
+a size cap. A scan says what it passed over (symlinks and special files where a document
+or a scanned directory would be) so that status can show it. Reading opens with
+O_NOFOLLOW|O_NONBLOCK and checks the opened file, so a file swapped for a FIFO, a symlink
+or a directory between listing and reading is refused instead of blocking or escaping
+the root.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 from pathlib import Path, PurePosixPath
+from typing import Literal
 from urllib.parse import quote
 
 from ragd.adapters.pathspec import glob_matcher
@@ -22,6 +25,9 @@ from ragd.errors import DocumentError, SourceError
 
 _READ_MORE = 64 << 10  # bytes per read once a file has grown past its stat
 
+
+SkippedKind = Literal["symlink", "fifo", "socket", "device", "other"]
+"""What a skipped entry was: a symlink, or a special file that cannot be a document."""
 
 FileStat = tuple[str, int, int]
 """A file as listed: (key, size, mtime_ns), the key its POSIX path relative to the root.
@@ -45,14 +51,25 @@ class Listing:
     """The result of scanning a root.
 
     `unreadable_dirs` are directories that could not be listed; documents under them are
-    neither confirmed nor deleted by this scan.
+    neither confirmed nor deleted by this scan. `skipped` are the entries the patterns
+    select that are not regular files, as (key, kind): symlinks (never followed) to a
+    selected name or to a directory the scan would enter, and FIFOs, sockets and devices.
     """
 
     files: list[FileStat] = field(default_factory=list)
     unreadable_dirs: list[str] = field(default_factory=list)
-    skipped_symlinks: int = 0
-    skipped_special: int = 0
+    skipped: list[tuple[str, SkippedKind]] = field(default_factory=list)
     skipped_names: list[str] = field(default_factory=list)  # not valid UTF-8, shown mangled
+
+    @property
+    def skipped_symlinks(self) -> int:
+        """How many selected entries were symlinks (not followed)."""
+        return sum(1 for _, kind in self.skipped if kind == "symlink")
+
+    @property
+    def skipped_special(self) -> int:
+        """How many selected entries were FIFOs, sockets or devices (not read)."""
+        return len(self.skipped) - self.skipped_symlinks
 
     def covers(self, key: str) -> bool:
         """True when this listing can vouch for `key` (it is not under an unreadable dir)."""
@@ -179,7 +196,8 @@ class FolderSource:
     ) -> None:
         try:
             if entry.is_symlink():
-                listing.skipped_symlinks += 1
+                if self._selects_link(entry, key):
+                    listing.skipped.append((key, "symlink"))
             elif entry.is_dir(follow_symlinks=False):
                 if not self.excludes_dir(key):
                     stack.append((Path(entry.path), key))
@@ -189,10 +207,25 @@ class FolderSource:
                 elif self._includes(key) and not self._excludes_listed_file(key):
                     st = entry.stat(follow_symlinks=False)
                     listing.files.append((key, st.st_size, st.st_mtime_ns))
-            else:
-                listing.skipped_special += 1
+            elif is_utf8_name(key) and self._includes(key) and not self._excludes_listed_file(key):
+                listing.skipped.append((key, _special_kind(entry.stat(follow_symlinks=False))))
         except FileNotFoundError:
             pass  # vanished between listing and stat: the next scan sees it gone
+
+    def _selects_link(self, entry: os.DirEntry[str], key: str) -> bool:
+        """Whether a symlink stands where a document or a scanned directory would be: a
+        name the patterns select, or a link to a directory that is not excluded. Only for
+        reporting what was skipped; the link itself is never followed."""
+        if not is_utf8_name(key):
+            return False
+        if self._includes(key) and not self._excludes_listed_file(key):
+            return True
+        try:
+            # One stat of the target (the scan never lists it): links to other files, the
+            # common case in a docs tree, need none.
+            return entry.is_dir() and not self.excludes_dir(key)
+        except OSError:
+            return False  # a dangling or looping link to an unselected name
 
     def stat(self, key: str) -> FileStat | None:
         """The current stat of a key's file, or None when it is gone or not a regular file."""
@@ -224,6 +257,16 @@ class FileReader:
     def __call__(self, key: str) -> FileContent:
         # String joining, not pathlib: building a Path cost as much as the read itself.
         return read_regular_file(os.path.join(self.root, key), self.max_bytes)  # noqa: PTH118
+
+
+def _special_kind(st: os.stat_result) -> SkippedKind:
+    if stat.S_ISFIFO(st.st_mode):
+        return "fifo"
+    if stat.S_ISSOCK(st.st_mode):
+        return "socket"
+    if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode):
+        return "device"
+    return "other"
 
 
 def is_utf8_name(key: str) -> bool:

@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from ragd.adapters.watchdog import FsEvent, TreeWatch
 from ragd.sources.folders import FolderSource
@@ -48,12 +49,14 @@ class WatchHealth:
 
     `watching` is True while the observer runs and at least one root is watched (or there
     are no roots). `unwatched_roots` are root paths that could not be watched; only rescans
-    cover them.
+    cover them. `last_overflow_at` (ISO 8601 UTC) is when events were last lost: until a
+    scan that began after it completes, only that scan can vouch for the roots.
     """
 
     watching: bool
     overflows: int
     unwatched_roots: tuple[str, ...]
+    last_overflow_at: str | None = None
 
 
 @dataclass(slots=True)
@@ -102,6 +105,7 @@ class Watcher:
         self._pending: dict[tuple[str, str, bool], _Window] = {}
         self._overflows = 0
         self._overflow_flag = False
+        self._last_overflow_at: str | None = None
         self._unwatched: list[str] = []
         self._watch = TreeWatch(self._record, self._note_overflow)
         self._started = False
@@ -145,10 +149,10 @@ class Watcher:
         """Whether roots are watched, overflows seen so far and roots left to rescans."""
         with self._lock:
             unwatched = tuple(self._unwatched)
-            overflows = self._overflows
+            overflows, overflowed_at = self._overflows, self._last_overflow_at
         running = self._watch.is_alive()
         some_watched = not self._roots or len(unwatched) < len(self._roots)
-        return WatchHealth(running and some_watched, overflows, unwatched)
+        return WatchHealth(running and some_watched, overflows, unwatched, overflowed_at)
 
     # Observer thread side: keep it cheap so the inotify queue drains quickly.
 
@@ -199,9 +203,11 @@ class Watcher:
 
     def _note_overflow(self) -> None:
         # Runs inside logging's handler lock on watchdog's thread: count and flag only.
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")  # as the manifest's times
         with self._lock:
             self._overflows += 1
             self._overflow_flag = True
+            self._last_overflow_at = now
 
     # Debounce thread side.
 

@@ -19,7 +19,14 @@ import numpy as np
 from ragd.errors import StoreError
 from ragd.stores.manifest_reader import ManifestReader
 from ragd.stores.manifest_schema import UPSERT_DOCUMENT_FIELDS, UPSERT_DOCUMENT_SQL, connect_writer
-from ragd.stores.records import ChunkRow, DocumentWrite, Vector, listing_digest, utc_now
+from ragd.stores.records import (
+    ChunkRow,
+    DocumentWrite,
+    SkippedFiles,
+    Vector,
+    listing_digest,
+    utc_now,
+)
 
 
 class Manifest(ManifestReader):
@@ -102,7 +109,7 @@ class Manifest(ManifestReader):
             )
             conn.executemany(
                 UPSERT_DOCUMENT_SQL,
-                [(*UPSERT_DOCUMENT_FIELDS(w), now, checked_at) for w in kept],
+                [(*UPSERT_DOCUMENT_FIELDS(w), now, checked_at, len(w.chunks)) for w in kept],
             )
             conn.executemany(
                 "INSERT INTO chunks (chunk_id, doc_id, ordinal, heading_path, text, embed_key, "
@@ -165,6 +172,29 @@ class Manifest(ManifestReader):
                 "AND key NOT IN (SELECT value FROM json_each(?3))",
                 (began_at, source, json.dumps(sorted(unconfirmed))),
             )
+
+    def record_skipped(self, source: str, skipped: SkippedFiles) -> None:
+        """Record what a full scan of a folder source passed over (ragd.sources.folders),
+        for `ragd status` to show whether or not a daemon runs. Written only when it
+        changed: every pass records it, and a no-op pass should not pay for a commit."""
+        key = f"skipped:{source}"
+        value = (
+            json.dumps(
+                {
+                    "symlinks": skipped.symlinks,
+                    "special": skipped.special,
+                    "listed": [list(entry) for entry in skipped.listed],
+                }
+            )
+            if skipped.symlinks or skipped.special
+            else None
+        )
+        if self.get_meta(key) == value:
+            return
+        if value is None:
+            self._conn.execute("DELETE FROM meta WHERE key = ?", (key,))
+        else:
+            self.set_meta(key, value)
 
     def mark_for_redo(self, doc_ids: Collection[str]) -> None:
         """Send indexed documents back to pending, e.g. when a store lost their chunks."""

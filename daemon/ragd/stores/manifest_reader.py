@@ -27,7 +27,7 @@ from ragd.stores.manifest_schema import (
     has_second_keys,
     vouch_before_sql,
 )
-from ragd.stores.records import ChunkRecord, DocumentRecord, FileState, Vector
+from ragd.stores.records import ChunkRecord, DocumentRecord, FileState, SkippedFiles, Vector
 
 
 class ManifestReader:
@@ -128,21 +128,6 @@ class ManifestReader:
         ).fetchone()
         return int(row[0])
 
-    def source_counts(self) -> dict[str, tuple[int, int]]:
-        """Per source: (live documents, chunks), counted in SQL for cheap scrapes."""
-        counts = {
-            source: (documents, 0)
-            for source, documents in self._conn.execute(
-                "SELECT source, COUNT(*) FROM documents WHERE status != 'deleted' GROUP BY source"
-            )
-        }
-        for source, chunks in self._conn.execute(
-            "SELECT d.source, COUNT(*) FROM chunks c JOIN documents d USING (doc_id) "
-            "GROUP BY d.source"
-        ):
-            counts[source] = (counts.get(source, (0, 0))[0], chunks)
-        return counts
-
     def sources(self) -> list[str]:
         """Names of every source with documents in the manifest."""
         return [r[0] for r in self._conn.execute("SELECT DISTINCT source FROM documents")]
@@ -172,6 +157,19 @@ class ManifestReader:
             "SELECT substr(key, 13), value FROM meta WHERE key LIKE 'unreachable:%'"
         )
         return {name: value for name, value in rows}
+
+    def skipped_files(self) -> dict[str, SkippedFiles]:
+        """Per folder source, what its last full scan passed over (meta keys
+        'skipped:<source>'; a source that skipped nothing has none)."""
+        rows = self._conn.execute(
+            "SELECT substr(key, 9), value FROM meta WHERE key LIKE 'skipped:%'"
+        )
+        found: dict[str, SkippedFiles] = {}
+        for name, value in rows:
+            saved = json.loads(value)
+            listed = tuple((str(key), str(kind)) for key, kind in saved["listed"])
+            found[name] = SkippedFiles(int(saved["symlinks"]), int(saved["special"]), listed)
+        return found
 
     def pending_doc_ids(self) -> set[str]:
         """Documents with a queued change not yet applied (read from the jobs table)."""

@@ -14,7 +14,7 @@ from pathlib import Path
 from ragd.errors import StoreError
 from ragd.stores.records import RACY_SECONDS, SETTLED
 
-SCHEMA_VERSION = 2  # 2: chunks.second_key
+SCHEMA_VERSION = 3  # 2: chunks.second_key; 3: documents.chunk_count, what /metrics counts
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -32,7 +32,8 @@ CREATE TABLE IF NOT EXISTS documents (
     error TEXT,
     first_seen_at TEXT NOT NULL,
     indexed_at TEXT,
-    checked_at TEXT
+    checked_at TEXT,
+    chunk_count INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS documents_by_source ON documents (source, key);
 CREATE TABLE IF NOT EXISTS chunks (
@@ -84,16 +85,17 @@ SELECT_DOCUMENTS = (
 UPSERT_DOCUMENT_SQL = (
     "INSERT INTO documents (doc_id, source, key, uri, title, size, mtime_ns, "
     "content_hash, fingerprint, status, error, first_seen_at, indexed_at, "
-    "checked_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
-    "CASE WHEN ?10 = 'indexed' THEN ?12 END, ?13) "
+    "checked_at, chunk_count) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
+    "CASE WHEN ?10 = 'indexed' THEN ?12 END, ?13, ?14) "
     "ON CONFLICT (doc_id) DO UPDATE SET uri = excluded.uri, title = excluded.title, "
     "size = excluded.size, mtime_ns = excluded.mtime_ns, "
     "content_hash = excluded.content_hash, fingerprint = excluded.fingerprint, "
     "status = excluded.status, error = excluded.error, "
     "indexed_at = COALESCE(excluded.indexed_at, indexed_at), "
-    "checked_at = excluded.checked_at"
+    "checked_at = excluded.checked_at, chunk_count = excluded.chunk_count"
 )
-# ?1 to ?11 of UPSERT_DOCUMENT_SQL, from a DocumentWrite; ?12 is now, ?13 the pass's start.
+# ?1 to ?11 of UPSERT_DOCUMENT_SQL, from a DocumentWrite; ?12 is now, ?13 the pass's start,
+# ?14 the number of its chunks (the commit replaces them all).
 UPSERT_DOCUMENT_FIELDS = attrgetter(
     "doc_id", "source", "key", "uri", "title", "size", "mtime_ns", "content_hash", "fingerprint",
     "status", "error",
@@ -118,6 +120,45 @@ STAT_VOUCHES_SQL = (
 
 _SECOND_KEY_INDEX = "CREATE INDEX IF NOT EXISTS chunks_by_second_key ON chunks (second_key)"
 
+# When a document was last confirmed as what its source holds, as the staleness rule reads
+# it (`checked_at or indexed_at`), never NULL so that it sorts and compares as text. Queries
+# must spell it exactly so for SQLite to use documents_by_confirmation.
+CONFIRMED_AT_SQL = "COALESCE(checked_at, indexed_at, '')"
+
+# Schema 3: what every /metrics scrape counts (ragd.stores.manifest_counts) is read from
+# these rather than from the rows: documents and their chunks by state (chunk_count, so
+# that counting chunks per source is not a pass over every chunk), and documents in order
+# of confirmation with when they were first seen (the oldest confirmation, and those a
+# max_age flags).
+_COUNTING_INDEXES = f"""
+CREATE INDEX IF NOT EXISTS documents_by_state
+    ON documents (source, status, fingerprint, chunk_count);
+CREATE INDEX IF NOT EXISTS documents_by_confirmation
+    ON documents (source, {CONFIRMED_AT_SQL}, first_seen_at, status);
+"""
+
+
+def has_chunk_counts(conn: sqlite3.Connection) -> bool:
+    """Whether the documents table has the chunk_count column (schema 3; a reader may meet
+    a file no writer has opened since an upgrade)."""
+    return any(row[1] == "chunk_count" for row in conn.execute("PRAGMA table_info(documents)"))
+
+
+def _add_chunk_counts(conn: sqlite3.Connection) -> None:
+    """Schema 3 on a file an older ragd wrote: the column and every document's count, in
+    one transaction (a column left with its default would undercount for good)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute("ALTER TABLE documents ADD COLUMN chunk_count INTEGER NOT NULL DEFAULT 0")
+        conn.execute(
+            "UPDATE documents SET chunk_count = "
+            "(SELECT COUNT(*) FROM chunks c WHERE c.doc_id = documents.doc_id)"
+        )
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
 
 def has_second_keys(conn: sqlite3.Connection) -> bool:
     """Whether the chunks table has the second_key column (schema 2; a reader may meet a
@@ -138,6 +179,9 @@ def connect_writer(path: Path) -> sqlite3.Connection:
         if not has_second_keys(conn):  # written by a ragd before schema 2
             conn.execute("ALTER TABLE chunks ADD COLUMN second_key TEXT")
         conn.execute(_SECOND_KEY_INDEX)
+        if not has_chunk_counts(conn):  # written by a ragd before schema 3
+            _add_chunk_counts(conn)
+        conn.executescript(_COUNTING_INDEXES)  # built once, on the first open after an upgrade
         conn.execute(
             "INSERT INTO meta (key, value) VALUES ('schema_version', ?) "
             "ON CONFLICT (key) DO UPDATE SET value = excluded.value",

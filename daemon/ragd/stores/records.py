@@ -160,3 +160,35 @@ def listing_digest(files: Sequence[tuple[str, int, int]]) -> str:
         digest.update("\0".join(keys).encode("utf-8", "surrogateescape"))
         digest.update(repr((sizes, mtimes)).encode())
     return digest.hexdigest()
+
+
+# A folder with thousands of symlinks (a vendored tree, a build output) must not grow the
+# manifest or the status report: the counts cover every one, the list the first few.
+SKIPPED_LISTED = 20
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedFiles:
+    """What the last full scan of a folder source passed over without reading: symlinks
+    (never followed) and special files (FIFOs, sockets, devices) where a document or a
+    scanned directory would be. `listed` holds the first SKIPPED_LISTED as (key, kind),
+    in key order."""
+
+    symlinks: int = 0
+    special: int = 0
+    listed: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def of(cls, entries: Sequence[tuple[str, str]]) -> SkippedFiles:
+        """From every skipped (key, kind) of a listing, in any order."""
+        symlinks = sum(1 for _, kind in entries if kind == "symlink")
+        listed = tuple(sorted(entries)[:SKIPPED_LISTED])
+        return cls(symlinks, len(entries) - symlinks, listed)
+
+    def to_json(self) -> dict[str, object]:
+        """The `skipped` object of a source in the status report."""
+        return {
+            "symlinks": self.symlinks,
+            "special": self.special,
+            "files": [{"path": key, "kind": kind} for key, kind in self.listed],
+        }
