@@ -75,7 +75,9 @@ class Daemon:
             self._resources.callback(self.queue.close)
             self.readers = Readers(runtime)
             self._resources.callback(self.readers.close)
-            stats = WriterStats()
+            # A long job (the first scan of a large tree) tells the watchdog it lives as its
+            # documents are done, not only between jobs: WatchdogSec would restart it.
+            stats = WriterStats(heartbeat=self.notifier.watchdog)
             indexer = Indexer(
                 self.stores,
                 runtime.folders,

@@ -76,19 +76,23 @@ class WriterStats:
     # When the loop last went round or finished a document: a live thread silent for long
     # is stuck in a job (ragd.service.scrape).
     last_active_at: str = field(default_factory=lambda: format_time(datetime.now(UTC)))
+    # Called on every document done (the daemon's watchdog ping).
+    heartbeat: Callable[[], None] = field(default=lambda: None, repr=False)
     # The last documents indexed, deleted or failed, newest last: the status page's feed.
     recent: deque[RecentEvent] = field(default_factory=lambda: deque(maxlen=RECENT_EVENTS))
 
     def to_json(self) -> dict[str, object]:
         """The writer section of the daemon status."""
-        return {k: v for k, v in self.__dict__.items() if k != "recent"}
+        return {k: v for k, v in self.__dict__.items() if k not in ("recent", "heartbeat")}
 
     def recent_events(self) -> list[RecentEvent]:
         """The last events, newest first (a copy: the writer keeps appending)."""
         return list(reversed(self.recent.copy()))
 
     def on_document(self, event: DocumentEvent) -> None:
-        """Count and log one event per document."""
+        """Count and log one event per document, and beat the heart: a document done is
+        the writer alive, however long its job."""
+        self.heartbeat()
         self.last_active_at = format_time(datetime.now(UTC))
         if event.action in ("indexed", "deleted", "failed"):
             at = self.last_active_at
