@@ -9,6 +9,7 @@ Nothing here reaches the network, and nothing in the client is mocked.
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping
@@ -29,6 +30,14 @@ class Reply:
     delay: float = 0.0
     trickle: float = 0.0
     raw: bytes | None = None  # sent as is instead of all the above: a server that is not HTTP
+
+
+def json_reply(
+    payload: object, status: int = 200, headers: Mapping[str, str] | None = None
+) -> Reply:
+    """A JSON answer, as the CMS and site APIs the tests imitate send one."""
+    body = json.dumps(payload).encode()
+    return Reply(status, body, "application/json; charset=utf-8", headers or {})
 
 
 @dataclass(frozen=True)

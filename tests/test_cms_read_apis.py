@@ -26,13 +26,10 @@ from ragd.sources.deliveries import MAX_TITLE
 from ragd.sources.http_client import FetchError, HttpClient, Limits
 from ragd.sources.remote import Listed
 from tests.local_http import LocalServer, Reply, Seen, local_server
+from tests.local_http import json_reply as answer
 
 CLIENT = HttpClient(Limits(timeout=5))
 FIELDS = FieldMap("title", "content", "markdown", None)
-
-
-def answer(payload: object, status: int = 200) -> Reply:
-    return Reply(status, json.dumps(payload).encode(), "application/json; charset=utf-8")
 
 
 @pytest.fixture

@@ -10,12 +10,8 @@ on its id, `filter[id][_eq]`, tells from a token that may not read it).
 
 from __future__ import annotations
 
-import json
-import threading
-import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -23,55 +19,35 @@ import pytest
 
 from tests.cms_deliveries import Directus, Entry, compact, iso
 from tests.integration.daemon import Served, wait_until
+from tests.local_http import Reply, Seen, json_reply, local_server
 
 API_TOKEN = "directus-read-token"
 
 
 @dataclass
 class FakeDirectus:
-    """Items of the `articles` collection, served as Directus's REST API."""
+    """Items of the `articles` collection, served as Directus's REST API (the app of a
+    LocalServer)."""
 
     items: dict[str, Entry] = field(default_factory=dict)
     fetched: list[str] = field(default_factory=list)
+    port: int = 0  # the LocalServer's, once it serves
 
-    def __post_init__(self) -> None:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                path = urllib.parse.urlsplit(self.path).path
-                if self.headers.get("Authorization") != f"Bearer {API_TOKEN}":
-                    self.answer(401, {"errors": [{"message": "Invalid user credentials."}]})
-                elif path == "/items/articles":
-                    query = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(self.path).query))
-                    wanted = query.get("filter[id][_eq]")
-                    shown = [e for k, e in fake.items.items() if wanted in (None, k)]
-                    self.answer(200, {"data": [fake.item(e) for e in shown]})
-                elif path.startswith("/items/articles/"):
-                    ident = path.rsplit("/", 1)[-1]
-                    fake.fetched.append(ident)
-                    if ident in fake.items:
-                        self.answer(200, {"data": fake.item(fake.items[ident])})
-                    else:
-                        forbidden = {"message": "You don't have permission to access this."}
-                        self.answer(403, {"errors": [forbidden]})
-                else:
-                    self.answer(404, {"errors": [{"message": "Route doesn't exist."}]})
-
-            def answer(self, status: int, payload: dict[str, Any]) -> None:
-                body = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json; charset=utf-8")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+    def __call__(self, seen: Seen) -> Reply:
+        if seen.headers.get("Authorization") != f"Bearer {API_TOKEN}":
+            return json_reply({"errors": [{"message": "Invalid user credentials."}]}, 401)
+        if seen.path == "/items/articles":
+            wanted = seen.query.get("filter[id][_eq]")
+            shown = [e for k, e in self.items.items() if wanted in (None, k)]
+            return json_reply({"data": [self.item(e) for e in shown]})
+        if seen.path.startswith("/items/articles/"):
+            ident = seen.path.rsplit("/", 1)[-1]
+            self.fetched.append(ident)
+            if ident in self.items:
+                return json_reply({"data": self.item(self.items[ident])})
+            forbidden = {"message": "You don't have permission to access this."}
+            return json_reply({"errors": [forbidden]}, 403)
+        return json_reply({"errors": [{"message": "Route doesn't exist."}]}, 404)
 
     @staticmethod
     def item(entry: Entry) -> dict[str, Any]:
@@ -82,16 +58,13 @@ class FakeDirectus:
             "date_updated": iso(entry.updated),
         }
 
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
 
 @pytest.fixture
 def directus() -> Iterator[FakeDirectus]:
     fake = FakeDirectus()
-    yield fake
-    fake.close()
+    with local_server(fake) as server:
+        fake.port = server.port
+        yield fake
 
 
 @pytest.fixture

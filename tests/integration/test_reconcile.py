@@ -11,12 +11,8 @@ shortly after it starts, then every reconcile_interval.
 
 from __future__ import annotations
 
-import json
-import threading
-import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -24,76 +20,57 @@ import pytest
 
 from tests.cms_deliveries import Entry, Strapi, iso
 from tests.integration.daemon import Served, wait_until
+from tests.local_http import Reply, Seen, json_reply, local_server
 
 API_TOKEN = "strapi-read-api-token"
 
 
 @dataclass
 class FakeStrapi:
-    """Published `article` entries in locale "en", served as Strapi's REST API."""
+    """Published `article` entries in locale "en", served as Strapi's REST API (the app of
+    a LocalServer)."""
 
     entries: dict[str, Entry] = field(default_factory=dict)
     listing: str = "ok"  # "ok", "fail" (500) or "empty"
     fetched: list[str] = field(default_factory=list)  # documentIds fetched one by one
+    port: int = 0  # the LocalServer's, once it serves
 
-    def __post_init__(self) -> None:
-        fake = self
+    def __call__(self, seen: Seen) -> Reply:
+        if seen.headers.get("Authorization") != f"Bearer {API_TOKEN}":
+            return json_reply({"data": None, "error": {"status": 401}}, 401)
+        if seen.path == "/api/articles":
+            return self.collection()
+        if seen.path.startswith("/api/articles/"):
+            return self.document(seen.path.rsplit("/", 1)[-1])
+        return json_reply({"data": None, "error": {"status": 404}}, 404)
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                url = urllib.parse.urlsplit(self.path)
-                if self.headers.get("Authorization") != f"Bearer {API_TOKEN}":
-                    self.answer(401, {"data": None, "error": {"status": 401}})
-                elif url.path == "/api/articles":
-                    self.answer(*fake.collection())
-                elif url.path.startswith("/api/articles/"):
-                    self.answer(*fake.document(url.path.rsplit("/", 1)[-1]))
-                else:
-                    self.answer(404, {"data": None, "error": {"status": 404}})
-
-            def answer(self, status: int, payload: dict[str, Any]) -> None:
-                body = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json; charset=utf-8")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def collection(self) -> tuple[int, dict[str, Any]]:
+    def collection(self) -> Reply:
         if self.listing == "fail":
-            return 500, {"data": None, "error": {"status": 500, "name": "InternalServerError"}}
+            error = {"status": 500, "name": "InternalServerError"}
+            return json_reply({"data": None, "error": error}, 500)
         shown = [] if self.listing == "empty" else list(self.entries.values())
         data = [
             {"id": n, "documentId": e.ident, "updatedAt": iso(e.updated), "locale": "en"}
             for n, e in enumerate(shown, 1)
         ]
         pagination = {"page": 1, "pageSize": 100, "pageCount": 1, "total": len(data)}
-        return 200, {"data": data, "meta": {"pagination": pagination}}
+        return json_reply({"data": data, "meta": {"pagination": pagination}})
 
-    def document(self, ident: str) -> tuple[int, dict[str, Any]]:
+    def document(self, ident: str) -> Reply:
         self.fetched.append(ident)
         entry = self.entries.get(ident)
         if entry is None:
-            return 404, {"data": None, "error": {"status": 404, "name": "NotFoundError"}}
-        return 200, {"data": Strapi().row(entry), "meta": {}}
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+            error = {"status": 404, "name": "NotFoundError"}
+            return json_reply({"data": None, "error": error}, 404)
+        return json_reply({"data": Strapi().row(entry), "meta": {}})
 
 
 @pytest.fixture
 def strapi() -> Iterator[FakeStrapi]:
     fake = FakeStrapi()
-    yield fake
-    fake.close()
+    with local_server(fake) as server:
+        fake.port = server.port
+        yield fake
 
 
 def daemon(tmp_path: Path, strapi: FakeStrapi) -> Served:

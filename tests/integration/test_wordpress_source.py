@@ -7,7 +7,6 @@ in the trash)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +15,7 @@ import pytest
 
 from tests.conftest import write_config
 from tests.integration.conftest import run_json
-from tests.local_http import LocalServer, Reply, Seen, local_server
+from tests.local_http import LocalServer, Reply, Seen, json_reply, local_server
 
 
 @dataclass
@@ -40,21 +39,21 @@ class FakeWordPress:
         route, _, ident = seen.path[len(prefix) :].partition("/")
         items = {"posts": self.posts, "pages": self.pages}.get(route)
         if items is None:
-            return self.json({"code": "rest_no_route"}, 404)
+            return json_reply({"code": "rest_no_route"}, 404)
         if ident:
             if ident.isdigit() and int(ident) in self.trashed:
-                return self.json({"code": "rest_forbidden", "data": {"status": 401}}, 401)
+                return json_reply({"code": "rest_forbidden", "data": {"status": 401}}, 401)
             post = items.get(int(ident)) if ident.isdigit() else None
             if post is None:
-                return self.json({"code": "rest_post_invalid_id", "data": {"status": 404}}, 404)
-            return self.json(self.whole(int(ident), post))
+                return json_reply({"code": "rest_post_invalid_id", "data": {"status": 404}}, 404)
+            return json_reply(self.whole(int(ident), post))
         per_page, page = int(seen.query["per_page"]), int(seen.query["page"])
         ids = sorted(set(items) - self.trashed)
         shown = ids[(page - 1) * per_page : page * per_page]
         listed = [{"id": i, "modified_gmt": items[i].modified_gmt} for i in shown]
         pages = max(1, -(-len(ids) // per_page))
         totals = {"X-WP-Total": str(len(ids)), "X-WP-TotalPages": str(pages)}
-        return self.json(listed, headers=totals)
+        return json_reply(listed, headers=totals)
 
     def whole(self, ident: int, post: Post) -> dict[str, object]:
         return {
@@ -64,11 +63,6 @@ class FakeWordPress:
             "title": {"rendered": post.title},
             "content": {"rendered": post.html, "protected": False},
         }
-
-    @staticmethod
-    def json(payload: object, status: int = 200, headers: dict[str, str] | None = None) -> Reply:
-        body = json.dumps(payload).encode()
-        return Reply(status, body, "application/json; charset=UTF-8", headers or {})
 
 
 @pytest.fixture
