@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-from collections.abc import Sequence
+import uuid
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from tests.s3_server import S3Server, running_s3_server
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -56,6 +59,31 @@ class FakeEmbedder:
 @pytest.fixture
 def fake_embedder() -> FakeEmbedder:
     return FakeEmbedder()
+
+
+TEST_BUCKET = "ragd-tests"
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    """One SeaweedFS S3 server for the session, with the tests' bucket created."""
+    with running_s3_server(tmp_path_factory.mktemp("seaweedfs")) as server:
+        server.create_bucket(TEST_BUCKET)
+        yield server
+
+
+@pytest.fixture
+def s3_uri(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A fresh, empty s3:// prefix, with the AWS variables that reach it set for this test
+    and every process it starts (as an operator sets them for ragd)."""
+    for name, value in s3_server.env.items():
+        monkeypatch.setenv(name, value)
+    return f"s3://{TEST_BUCKET}/{uuid.uuid4().hex[:12]}"
+
+
+def storage_section(uri: str, refresh_interval: str = "1s") -> str:
+    """The [storage] section of a config whose index lives at `uri`."""
+    return f'[storage]\nuri = "{uri}"\nrefresh_interval = "{refresh_interval}"\n'
 
 
 @pytest.fixture

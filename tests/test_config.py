@@ -89,11 +89,31 @@ def test_example_config_uses_the_local_model() -> None:
     assert embedding.model == str((REPO / "../shared/models/minilm-l6-static-256").resolve())
 
 
+# Sections that change where the index lives or what runs it: the example shows them
+# commented out, so that it runs on one machine as it is.
+OPT_IN_SECTIONS = ("storage", "cluster")
+
+
 def test_example_config_sets_every_key() -> None:
     raw = tomllib.loads(EXAMPLE.read_text(encoding="utf-8"))
     for section, keys in _schema(REPO).items():
+        if section in OPT_IN_SECTIONS:
+            assert section not in raw, section
+            continue
         assert set(raw[section]) == set(keys), section
     assert set(raw["sources"][0]) == {"name", "type", "path", "include", "exclude", "max_age"}
+
+
+def test_example_storage_and_cluster_set_every_key_when_uncommented() -> None:
+    text = EXAMPLE.read_text(encoding="utf-8")
+    commented = text[text.index("# [storage]") : text.index("[[sources]]")]
+    uncommented = re.sub(r"^# ", "", commented, flags=re.MULTILINE)
+    raw = tomllib.loads(uncommented)
+    for section in OPT_IN_SECTIONS:
+        assert set(raw[section]) == set(_schema(REPO)[section]), section
+    config = parse(uncommented + FOLDER, REPO)
+    assert config.storage.uri == "s3://ragd-index/docs"
+    assert config.cluster.ray_address == "ray://ray-head.internal:10001"
 
 
 def test_example_webhook_source_is_valid_when_uncommented() -> None:
@@ -1106,3 +1126,117 @@ def test_a_fetch_timeout_over_30_seconds_is_rejected(tmp_path: Path, value: str)
     assert error(text, tmp_path).startswith(
         "config.toml: sources.cms.fetch_timeout: must be at most 30 s"
     )
+
+
+# --- [storage] and [cluster] ------------------------------------------------------------------
+
+
+def test_storage_and_cluster_default_to_local_stores_and_a_local_ray(tmp_path: Path) -> None:
+    config = parse(FOLDER, tmp_path)
+
+    assert config.storage.uri is None
+    assert config.storage.refresh_interval == timedelta(seconds=5)
+    assert config.cluster.ray_address is None
+
+
+@pytest.mark.parametrize(
+    ("uri", "stored"),
+    [
+        ("s3://ragd-index", "s3://ragd-index"),
+        ("s3://ragd-index/", "s3://ragd-index"),
+        ("s3://ragd-index/prod", "s3://ragd-index/prod"),
+        ("s3://ragd-index/prod/", "s3://ragd-index/prod"),
+        ("s3://my.bucket-1/teams/docs/v2/", "s3://my.bucket-1/teams/docs/v2"),
+        ("s3://abc/a..b/.hidden", "s3://abc/a..b/.hidden"),
+    ],
+)
+def test_storage_uri_accepts_an_s3_bucket_and_prefix(tmp_path: Path, uri: str, stored: str) -> None:
+    config = parse(f'[storage]\nuri = "{uri}"\n' + FOLDER, tmp_path)
+
+    assert config.storage.uri == stored
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ('"https://s3.example.com/bucket"', 'must be an "s3://bucket/prefix" URI'),
+        ('"ragd-index/prod"', 'must be an "s3://bucket/prefix" URI'),
+        ('"S3://ragd-index"', 'must be an "s3://bucket/prefix" URI'),
+        ('"s3://"', "'' is not an S3 bucket name"),
+        ('"s3://Ragd-Index/prod"', "'Ragd-Index' is not an S3 bucket name"),
+        ('"s3://ab/prod"', "'ab' is not an S3 bucket name"),
+        ('"s3://ragd_index"', "'ragd_index' is not an S3 bucket name"),
+        ('"s3://-ragd/prod"', "'-ragd' is not an S3 bucket name"),
+        ('"s3://ragd-index/../other"', "the prefix must not contain '.', '..'"),
+        ('"s3://ragd-index/a/../../b"', "the prefix must not contain '.', '..'"),
+        ('"s3://ragd-index/./prod"', "the prefix must not contain '.', '..'"),
+        ('"s3://ragd-index/pro\\u0001d"', "the prefix must not contain '.', '..' or control"),
+        ('""', "must not be empty"),
+        ("5", "expected a string"),
+    ],
+)
+def test_storage_uri_refuses_what_is_not_an_s3_location(
+    tmp_path: Path, value: str, problem: str
+) -> None:
+    message = error(f"[storage]\nuri = {value}\n" + FOLDER, tmp_path)
+
+    assert message.startswith(f"config.toml: storage.uri: {problem}")
+
+
+def test_a_storage_uri_that_is_not_s3_hints_how_to_keep_local_stores(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse('[storage]\nuri = "/var/lib/ragd"\n' + FOLDER, tmp_path)
+
+    assert info.value.hint is not None and "leave [storage] uri out" in info.value.hint
+
+
+@pytest.mark.parametrize(
+    ("value", "interval"),
+    [('"1s"', timedelta(seconds=1)), ('"2m"', timedelta(minutes=2)), ("30", timedelta(30 / 86400))],
+)
+def test_storage_refresh_interval_is_a_duration(
+    tmp_path: Path, value: str, interval: timedelta
+) -> None:
+    text = f'[storage]\nuri = "s3://ragd-index"\nrefresh_interval = {value}\n' + FOLDER
+
+    assert parse(text, tmp_path).storage.refresh_interval == interval
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [('"0s"', "must be greater than zero"), ('"often"', "is not a duration")],
+)
+def test_a_bad_storage_refresh_interval_is_named(tmp_path: Path, value: str, problem: str) -> None:
+    message = error(f"[storage]\nrefresh_interval = {value}\n" + FOLDER, tmp_path)
+
+    assert message.startswith(f"config.toml: storage.refresh_interval: {problem}")
+
+
+def test_cluster_ray_address_is_a_string(tmp_path: Path) -> None:
+    config = parse('[cluster]\nray_address = "ray://head.internal:10001"\n' + FOLDER, tmp_path)
+
+    assert config.cluster.ray_address == "ray://head.internal:10001"
+
+
+def test_a_cluster_ray_address_that_is_not_a_string_is_named(tmp_path: Path) -> None:
+    message = error("[cluster]\nray_address = 10001\n" + FOLDER, tmp_path)
+
+    assert message.startswith("config.toml: cluster.ray_address: expected a string")
+
+
+@pytest.mark.parametrize(
+    ("section", "key", "hint"),
+    [
+        ("storage", "url", "did you mean 'uri'?"),
+        ("storage", "endpoint", "valid keys: refresh_interval, uri"),
+        ("cluster", "address", "did you mean 'ray_address'?"),
+        ("cluster", "workers", "valid keys: ray_address"),
+    ],
+)
+def test_unknown_keys_in_storage_and_cluster_are_named(
+    tmp_path: Path, section: str, key: str, hint: str
+) -> None:
+    message = error(f'[{section}]\n{key} = "x"\n' + FOLDER, tmp_path)
+
+    assert message.startswith(f"config.toml: {section}.{key}: unknown key")
+    assert hint in message

@@ -83,14 +83,18 @@ class Served:
         env: dict[str, str] | None = None,
         extra_sources: str = "",
         rerank: Path | None = None,
+        sections: str = "",
+        reader: bool = False,
     ) -> None:
         self.port = free_port()
         self.workdir = workdir
+        self.reader = reader  # `ragd serve --reader`: a read replica
+        workdir.mkdir(parents=True, exist_ok=True)
         self.config = write_config(
             workdir,
             root,
             rerank=rerank,
-            sections=f'[http]\nlisten = "127.0.0.1:{self.port}"\n\n{schedule}',
+            sections=f'[http]\nlisten = "127.0.0.1:{self.port}"\n\n{schedule}\n{sections}',
             extra=extra_sources,
         )
         self.log_path = workdir / f"serve-{self.port}.log"
@@ -109,7 +113,15 @@ class Served:
         elif self.pause_file is not None:
             entry = ["tests.integration.paused_ragd", str(self.pause_file)]
         self.process = subprocess.Popen(
-            [sys.executable, "-m", *entry, "--config", str(self.config), "serve"],
+            [
+                sys.executable,
+                "-m",
+                *entry,
+                "--config",
+                str(self.config),
+                "serve",
+                *(["--reader"] if self.reader else []),
+            ],
             stdout=self.log,
             stderr=self.log,
             env=self.env,

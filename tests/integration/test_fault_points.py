@@ -8,7 +8,8 @@ of SIGKILL. A normal
 `ragd index --json` must then reconcile and leave the three stores exactly as a from-scratch
 index of version 2 in another data_dir: the same chunk ids in the manifest, LanceDB and Tantivy,
 no duplicates, the same chunk texts and documents, and the same top 10 from `ragd query` in
-bm25 and hybrid mode (up to Tantivy's score drift, see `_assert_same_top`).
+bm25 and hybrid mode (up to Tantivy's score drift, see `_assert_same_top`). Every case runs
+twice: with the vectors on local disk, and on a real S3 server ([storage] uri on SeaweedFS).
 
 `during_compaction` is reached once a vector table is fragmented enough to compact; a child
 process runs the writer's compaction step (`ragd.indexing.passes.settle_vectors`) on one.
@@ -42,13 +43,15 @@ from ragd.indexing.faults import NO_FAULTS, FaultPlan
 from ragd.stores.keywords import KeywordStore
 from ragd.stores.manifest_reader import ManifestReader
 from ragd.stores.vectors import VectorRow, VectorStore
-from tests.conftest import REPO, SHARED, write_config
+from tests.conftest import REPO, SHARED, storage_section, write_config
 from tests.integration.conftest import run_json
 
 TLDR = SHARED / "corpora" / "tldr-pages.tar.gz"
 PAGES = 600  # the first 600 common pages in name order; version 1 uses 400 of them
 QUERIES = ("list files in a directory", "compress an archive", "show network interfaces")
 MODES = ("bm25", "hybrid")
+# The vector store on local disk, and on an S3 server ([storage] uri, SeaweedFS on loopback).
+STORAGES = ("local", "s3")
 _CRASHING_RAGD = (sys.executable, "-m", "tests.integration.crashing_ragd")
 # How much a score may move between an index that replaced chunks and a fresh one. Measured
 # here: up to 1.09 (bm25) and 1.06 (hybrid), the same with or without a crash; much more would
@@ -132,9 +135,10 @@ class Snapshot:
     answers: dict[tuple[str, str], list[tuple[str, float]]]  # (mode, query) -> ranking
 
 
-def _snapshot(config: Path, data: Path) -> Snapshot:
+def _snapshot(config: Path, data: Path, storage_uri: str | None = None) -> Snapshot:
     manifest = ManifestReader.open(data / "state.db")
-    vectors = VectorStore.open_readonly(data / "lancedb")
+    location = data / "lancedb" if storage_uri is None else f"{storage_uri}/lancedb"
+    vectors = VectorStore.open_readonly(location)
     keywords = KeywordStore.open_readonly(data / "tantivy")
     try:
         listed = manifest.chunk_ids()
@@ -254,11 +258,31 @@ def _copy_base(setup: Setup, target: Path) -> Path:
     return write_config(target, target / "docs")
 
 
+def _index_base_at(setup: Setup, target: Path, uri: str) -> Path:
+    """Version 1 indexed with its vectors at `uri` (an object store prefix): indexed
+    afresh, as a LanceDB dataset on object storage is not copied like a directory."""
+    shutil.copytree(setup.base / "docs", target / "docs")
+    config = write_config(target, target / "docs", sections=storage_section(uri))
+    assert run_json(config, "index")["documents"]["added"] == 400
+    return config
+
+
+@pytest.mark.parametrize("storage", STORAGES)
 @pytest.mark.parametrize(("fault", "state"), CASES, ids=[c[0] for c in CASES])
 def test_a_kill_at_a_fault_point_is_repaired_by_the_next_run(
-    setup: Setup, tmp_path: Path, fault: str, state: str
+    setup: Setup,
+    tmp_path: Path,
+    fault: str,
+    state: str,
+    storage: str,
+    request: pytest.FixtureRequest,
 ) -> None:
-    config = _copy_base(setup, tmp_path)
+    uri: str | None = None
+    if storage == "s3":
+        uri = request.getfixturevalue("s3_uri")
+        config = _index_base_at(setup, tmp_path, uri)
+    else:
+        config = _copy_base(setup, tmp_path)
     _move_to(tmp_path / "docs", setup.version_2)
 
     killed = _run_crashing(config, fault, "index")
@@ -267,13 +291,20 @@ def test_a_kill_at_a_fault_point_is_repaired_by_the_next_run(
     report = run_json(config, "index")
     assert report["reconciled"] is True, report
     assert report["documents"]["failed"] == 0 and not report["errors"], report
-    _assert_equal(_snapshot(config, tmp_path / "data"), setup.rebuilt)
+    _assert_equal(_snapshot(config, tmp_path / "data", uri), setup.rebuilt)
 
 
 def test_every_named_point_has_a_case() -> None:
     # poisoned_parse has its cases in tests/integration/test_parse_crash.py, the second
     # stage's in tests/integration/test_second_stage_faults.py.
-    elsewhere = {"during_compaction", "poisoned_parse", "after_second_stage", "second_stage_rows"}
+    # mid_publish has its case in tests/integration/test_replicas.py.
+    elsewhere = {
+        "during_compaction",
+        "poisoned_parse",
+        "after_second_stage",
+        "second_stage_rows",
+        "mid_publish",
+    }
     covered = {fault.partition(":")[0] for fault, _ in CASES} | elsewhere
     assert covered == set(faults.POINTS)
 

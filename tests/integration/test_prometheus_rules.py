@@ -88,7 +88,7 @@ def test_each_alert_waits_has_a_severity_and_says_what_to_do() -> None:
 
 def test_the_rules_read_only_gauges_ragd_serves() -> None:
     gauges = SourceGauges(1, 1, 0, {}, 0.0, 1.0, False)
-    snapshot = Snapshot({"docs": gauges}, 0, 0.0, 0, 0, 0, stores_agree=True, writer_alive=True)
+    snapshot = Snapshot({"docs": gauges}, stores_agree=True, writer_alive=True)
     served = {
         family.name
         for family in text_string_to_metric_families(Metrics(lambda: snapshot).render().decode())

@@ -54,6 +54,13 @@ TABLE = "chunks"  # the first stage's; the default, as it was the only one
 # ~1M rows.
 METADATA_CACHE_BYTES = 64 << 20
 INDEX_CACHE_BYTES = 256 << 20
+# Where a database lives: a local directory, or an "s3://bucket/prefix" URI whose endpoint
+# and credentials LanceDB reads from the standard AWS environment variables.
+VectorLocation = Path | str
+OBJECT_STORE_HINT = (
+    "check that the object store answers at AWS_ENDPOINT_URL and that AWS_ACCESS_KEY_ID, "
+    "AWS_SECRET_ACCESS_KEY and AWS_REGION are right"
+)
 # LanceDB surfaces I/O, commit-conflict and predicate failures as these types.
 _LANCE_ERRORS = (OSError, RuntimeError, ValueError)
 # Holding chunk ids by row id leans on how Lance numbers rows: a row keeps its id, an id is
@@ -119,12 +126,15 @@ def row_ids_supported(lancedb_version: str) -> bool:
 
 
 @contextmanager
-def lance_errors(action: str, directory: Path) -> Iterator[None]:
+def lance_errors(action: str, directory: VectorLocation) -> Iterator[None]:
     """Turn LanceDB's failures into one StoreError naming the action and the directory."""
     try:
         yield
     except _LANCE_ERRORS as exc:
-        raise StoreError(f"cannot {action} the LanceDB store at {directory}: {exc}") from exc
+        hint = None if isinstance(directory, Path) else OBJECT_STORE_HINT
+        raise StoreError(
+            f"cannot {action} the LanceDB store at {directory}: {exc}", hint=hint
+        ) from exc
 
 
 def sql_string(value: str) -> str:
@@ -151,20 +161,28 @@ def doc_filter(doc_pattern: str) -> str:
     return f"regexp_like(doc_id, {sql_string('^(?:' + doc_pattern + ')$')})"
 
 
-def _on_database(directory: Path, action: str, work: Callable[[Any], Coroutine[Any, Any, T]]) -> T:
+def _missing(location: VectorLocation) -> bool:
+    """Whether a local database directory is missing (an object store has no directories:
+    an empty prefix lists no tables)."""
+    return isinstance(location, Path) and not location.is_dir()
+
+
+def _on_database(
+    directory: VectorLocation, action: str, work: Callable[[Any], Coroutine[Any, Any, T]]
+) -> T:
     """Run `work(database)` on the connection to `directory`; StoreError naming `action`."""
     lance = runtime()
 
     async def run() -> T:
-        return await work(await lance.lancedb.connect_async(directory, session=lance.session))
+        return await work(await lance.lancedb.connect_async(str(directory), session=lance.session))
 
     with lance_errors(action, directory):
         return lance.run(run())
 
 
-def vector_tables(directory: Path) -> list[str]:
+def vector_tables(directory: VectorLocation) -> list[str]:
     """The names of the tables under `directory` ([] when there is none)."""
-    if not directory.is_dir():
+    if _missing(directory):
         return []
 
     async def names(db: Any) -> list[str]:
@@ -173,27 +191,32 @@ def vector_tables(directory: Path) -> list[str]:
     return _on_database(directory, "list the tables of", names)
 
 
-def drop_vector_table(directory: Path, table: str) -> None:
+def drop_vector_table(directory: VectorLocation, table: str) -> None:
     """Remove a table (its rows are derived; the caller writes them again)."""
     if table in vector_tables(directory):
         _on_database(directory, "drop a table of", lambda db: db.drop_table(table))
 
 
 def open_vector_table(
-    directory: Path, *, table_name: str = TABLE, create_dim: int | None = None
+    directory: VectorLocation,
+    *,
+    table_name: str = TABLE,
+    create_dim: int | None = None,
+    version: int | None = None,
 ) -> VectorTable | None:
     """The chunk table `table_name` under `directory`. With `create_dim`, the directory and
     table are created if missing; without, a missing one is None (nothing is created).
+    With `version`, the handle reads that version of the table and stays on it.
 
-    StoreError if the table exists with columns other than ragd's.
+    StoreError if the table exists with columns other than ragd's, or lacks `version`.
     """
     # lancedb.connect creates a missing directory, so check before connecting.
-    if create_dim is None and not directory.is_dir():
+    if create_dim is None and _missing(directory):
         return None
     lance = runtime()
 
     async def open_table() -> AsyncTable | None:
-        db = await lance.lancedb.connect_async(directory, session=lance.session)
+        db = await lance.lancedb.connect_async(str(directory), session=lance.session)
         # Asked by name rather than by catching open_table's error, which would also hide
         # a damaged table behind "empty".
         table: AsyncTable
@@ -203,10 +226,12 @@ def open_vector_table(
             return None
         else:
             table = await db.create_table(table_name, schema=vector_schema(create_dim))
+        if version is not None:
+            await table.checkout(version)
         return table
 
     with lance_errors("open", directory):
-        if create_dim is not None:
+        if create_dim is not None and isinstance(directory, Path):
             directory.mkdir(parents=True, exist_ok=True)
         table = lance.run(open_table())
         if table is None:
@@ -225,7 +250,9 @@ def open_vector_table(
 class VectorTable:
     """An open chunk table: its writes, reads and housekeeping, each one LanceDB call."""
 
-    def __init__(self, lance: _Runtime, table: AsyncTable, directory: Path, dim: int) -> None:
+    def __init__(
+        self, lance: _Runtime, table: AsyncTable, directory: VectorLocation, dim: int
+    ) -> None:
         self._lance = lance
         self._lance_table = table
         self._directory = directory
@@ -369,6 +396,10 @@ class VectorTable:
     def refresh(self) -> None:
         """Move to the latest commit (a handle otherwise stays on the version it opened)."""
         self._run("refresh", self._lance_table.checkout_latest())  # type: ignore[no-untyped-call]
+
+    def version(self) -> int:
+        """The version this handle reads (the newest commit it has seen)."""
+        return int(self._run("read", self._lance_table.version()))
 
     def version_count(self) -> int:
         """How many table versions are kept on disk (each commit adds one until cleanup)."""

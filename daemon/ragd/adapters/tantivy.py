@@ -16,6 +16,7 @@ with `chunk_id:*`, and overflows the stack on deep nesting): searches are built 
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,6 +120,40 @@ def claim_index(directory: Path) -> None:
     except ValueError as exc:
         raise StoreError(f"cannot open the Tantivy index at {directory}: {exc}") from exc
     IndexWriter(_take_writer(old, directory), directory).close()
+
+
+META_FILE = "meta.json"  # Tantivy's commit point: the segments (and deletes) a reader opens
+
+
+@dataclass(frozen=True, slots=True)
+class CommittedIndex:
+    """One commit of an index: its meta.json, and the files of the segments it names."""
+
+    meta: bytes
+    files: tuple[str, ...]
+
+
+def committed_index(directory: Path) -> CommittedIndex:
+    """The files the index's current meta.json uses: each segment's `<id>.<ext>` files,
+    and its `<id>.<opstamp>.del` when it has deletes (older .del files are garbage).
+    Read from meta.json's documented format; the files of a background merge that has not
+    committed are not named, so they are never copied half-written."""
+
+    try:
+        meta = (directory / META_FILE).read_bytes()
+        segments = json.loads(meta)["segments"]
+        names = {entry.name for entry in directory.iterdir()}
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise StoreError(f"cannot read the Tantivy commit in {directory}: {exc}") from exc
+    files: list[str] = []
+    for segment in segments:
+        stem = str(segment["segment_id"]).replace("-", "")
+        deletes = segment.get("deletes")
+        delete_file = None if not deletes else f"{stem}.{deletes['opstamp']}.del"
+        for name in names:
+            if name.startswith(stem + ".") and (not name.endswith(".del") or name == delete_file):
+                files.append(name)
+    return CommittedIndex(meta, tuple(sorted(files)))
 
 
 def remove_index_files(directory: Path, *, keep: str) -> None:

@@ -151,6 +151,13 @@ def index(state: _State, full: bool, as_json: bool) -> int:
             second = Progress(sys.stderr, label="second stage", unit="chunks")
             report = report.merged(indexer.fill_second_stage(progress=second))
             second.finish()
+        publisher = runtime.publisher()
+        if publisher is not None and not report.interrupted:
+            published = publisher.publish(indexer.stores.vector_versions(runtime.embedder.dim))
+            click.echo(
+                f"published generation {published.number} to {publisher.store.location.uri}",
+                err=True,
+            )
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2))
     else:
@@ -412,8 +419,13 @@ def eval_command(
 
 @cli.command()
 @_shared_options
+@click.option(
+    "--reader",
+    is_flag=True,
+    help="Serve queries only, from the generations a writer publishes to [storage] uri.",
+)
 @click.pass_obj
-def serve(state: _State) -> int:
+def serve(state: _State, reader: bool) -> int:
     """Run the daemon: watch the sources, keep the index current, serve HTTP.
 
     \b
@@ -432,13 +444,26 @@ def serve(state: _State) -> int:
       GET|POST|DELETE /mcp           MCP over Streamable HTTP
     SIGTERM or SIGINT stops gracefully; a second signal exits at once. Logs go to stderr,
     JSON lines unless stderr is a terminal (see daemon.log_format).
+
+    \b
+    With [storage] uri set, the writer publishes each commit there as a generation, and
+    `ragd serve --reader` runs a read replica: no writer, watcher or scheduler; it answers
+    /v1/query, /v1/context, /mcp, /v1/status, /metrics and / from the newest generation,
+    looking for a newer one every storage.refresh_interval, with data_dir as its cache.
+    Its hits' staleness is as of that generation (source_changed needs the sources).
     """
     # uvicorn, apscheduler and watchdog: only the daemon needs them.
-    from ragd.service.daemon import Daemon
     from ragd.service.logs import configure_logging
 
     runtime = state.runtime()
     configure_logging(runtime.config.daemon.log_format, runtime.config.daemon.log_level)
+    if reader:
+        from ragd.service.replica_server import ReplicaServer
+
+        with ReplicaServer(runtime) as replica:
+            return replica.serve()
+    from ragd.service.daemon import Daemon
+
     with Daemon(runtime) as daemon:
         return daemon.serve()
 

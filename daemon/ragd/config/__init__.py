@@ -14,6 +14,7 @@ from ragd.config.settings import (
     DEFAULT_MODEL,
     DEFAULT_RERANK_MODEL,
     ChunkingConfig,
+    ClusterConfig,
     Config,
     DaemonConfig,
     EmbeddingConfig,
@@ -25,6 +26,7 @@ from ragd.config.settings import (
     SearchConfig,
     SearchFusion,
     SearchMode,
+    StorageConfig,
 )
 from ragd.config.sources import (
     DEFAULT_EXCLUDE,
@@ -43,6 +45,7 @@ __all__ = [
     "DEFAULT_MODEL",
     "DEFAULT_RERANK_MODEL",
     "ChunkingConfig",
+    "ClusterConfig",
     "Config",
     "DaemonConfig",
     "EmbeddingConfig",
@@ -58,6 +61,7 @@ __all__ = [
     "SearchMode",
     "SignatureScheme",
     "SourceConfig",
+    "StorageConfig",
     "WebhookSourceConfig",
     "format_duration",
     "load_config",

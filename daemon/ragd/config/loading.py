@@ -29,6 +29,7 @@ from ragd.config.settings import (
     DEFAULT_MODEL,
     DEFAULT_RERANK_MODEL,
     ChunkingConfig,
+    ClusterConfig,
     Config,
     DaemonConfig,
     EmbeddingConfig,
@@ -40,6 +41,7 @@ from ragd.config.settings import (
     SearchConfig,
     SearchFusion,
     SearchMode,
+    StorageConfig,
 )
 from ragd.config.sources import parse_sources
 from ragd.config.values import (  # package-internal helpers
@@ -56,6 +58,8 @@ from ragd.config.values import (  # package-internal helpers
     _path,
     _section,
     _show,
+    _storage_uri,
+    _string,
     _Table,
     _weight,
 )
@@ -156,6 +160,8 @@ def _schema(base_dir: Path) -> dict[str, dict[str, _Convert]]:
             "vector_weight": _weight,
         },
         "schedule": {f.name: _duration for f in fields(ScheduleConfig)},
+        "storage": {"uri": _storage_uri, "refresh_interval": _duration},
+        "cluster": {"ray_address": _string},
     }
 
 
@@ -199,6 +205,8 @@ def _parse(
         chunking=chunking,
         search=SearchConfig(**v["search"]),
         schedule=ScheduleConfig(**v["schedule"]),
+        storage=StorageConfig(**v["storage"]),
+        cluster=ClusterConfig(**v["cluster"]),
         sources=parse_sources(origin, doc.get("sources"), base_dir, daemon.default_max_age),
     )
     config = _apply_environment(config, os.environ if environ is None else environ)

@@ -107,6 +107,25 @@ class ScheduleConfig:
 
 
 @dataclass(frozen=True, kw_only=True)
+class StorageConfig:
+    """[storage]: where the search stores live. `uri` None keeps everything under data_dir;
+    "s3://bucket/prefix" puts the LanceDB tables there and publishes generations for
+    readers (`ragd serve --reader`), which look for a newer one every `refresh_interval`.
+    Endpoint and credentials come from the standard AWS environment variables, never from
+    the config text."""
+
+    uri: str | None = None
+    refresh_interval: timedelta = timedelta(seconds=5)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClusterConfig:
+    """[cluster]: the Ray cluster `ragd reembed --ray` runs on (None: a local Ray)."""
+
+    ray_address: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class Config:
     """The whole validated configuration. `path` is None when parsed from a string."""
 
@@ -118,6 +137,8 @@ class Config:
     chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
     search: SearchConfig = field(default_factory=SearchConfig)
     schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
+    storage: StorageConfig = field(default_factory=StorageConfig)
+    cluster: ClusterConfig = field(default_factory=ClusterConfig)
     sources: tuple[SourceConfig, ...] = ()
     # Names of the RAGD_* variables that overrode the file, for the start-up log.
     env_overrides: tuple[str, ...] = ()

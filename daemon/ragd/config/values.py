@@ -174,6 +174,26 @@ def _path(base: Path) -> Callable[[object], Path]:
     return convert
 
 
+_BUCKET_RE: Final = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", re.ASCII)
+
+
+def _storage_uri(value: object) -> str:
+    """An "s3://bucket[/prefix]" URI, without a trailing slash."""
+    text = _string(value)
+    if not text.startswith("s3://"):
+        raise _Invalid(
+            'must be an "s3://bucket/prefix" URI',
+            hint="leave [storage] uri out to keep the index under data_dir",
+        )
+    bucket, _, prefix = text.removeprefix("s3://").partition("/")
+    if not _BUCKET_RE.fullmatch(bucket):
+        raise _Invalid(f"{bucket!r} is not an S3 bucket name")
+    parts = [part for part in prefix.split("/") if part]
+    if any(part in (".", "..") or any(ord(c) < 32 for c in part) for part in parts):
+        raise _Invalid("the prefix must not contain '.', '..' or control characters")
+    return "/".join(["s3:/", bucket, *parts])
+
+
 _ENV_NAME_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)
 
 

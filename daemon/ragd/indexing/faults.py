@@ -26,6 +26,8 @@ Points, in the order one flush reaches them (see `BatchWriter.flush` in ragd.ind
 - `second_stage_rows`: a fill wrote the rows of newly embedded second-stage vectors and
   has not stored the vectors (ragd.indexing.second_stage).
 - `during_compaction`: a compaction of the vector table was decided, before LanceDB starts.
+- `mid_publish`: with the stores on object storage, a generation's objects are written
+  for replicas and LATEST does not name it yet (ragd.stores.publishing).
 - `poisoned_parse`: a document holding the bytes of `POISON` is about to be parsed. It
   stands for a parser that crashes natively on one file: it dies there in whichever process
   parses it (arrivals are counted per process), so a worker, and then the writer, die on it
@@ -52,6 +54,7 @@ POINTS = (
     "before_commit",
     "second_stage_rows",
     "during_compaction",
+    "mid_publish",
     "poisoned_parse",
 )
 POISON = b"RAGD-FAULT-POISON"

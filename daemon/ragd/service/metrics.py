@@ -41,18 +41,23 @@ class Snapshot:
     """What the daemon knows at scrape time."""
 
     sources: Mapping[str, SourceGauges]
-    queue_depth: int
-    index_lag_seconds: float
-    chunks_embedded: int
-    chunks_reused: int
-    watch_overflows: int
     stores_agree: bool
-    writer_alive: bool
+    writer_alive: bool | None  # None on a read replica, which has no writer
+    queue_depth: int = 0
+    index_lag_seconds: float = 0.0
+    chunks_embedded: int = 0
+    chunks_reused: int = 0
+    watch_overflows: int = 0
+
+
+ReplicaGauges = Callable[[], tuple[int, float] | None]
+"""A read replica's (generation served, seconds since it was published); None before one."""
 
 
 class _IndexCollector(Collector):
-    def __init__(self, snapshot: Callable[[], Snapshot]) -> None:
+    def __init__(self, snapshot: Callable[[], Snapshot], replica: ReplicaGauges | None) -> None:
         self._snapshot = snapshot
+        self._replica = replica
 
     def collect(self) -> Iterator[Metric]:
         snap = self._snapshot()
@@ -63,11 +68,25 @@ class _IndexCollector(Collector):
             "(ragd status compares the ids); a batch being written is not a disagreement",
             value=int(snap.stores_agree),
         )
-        yield GaugeMetricFamily(
-            "ragd_writer_alive",
-            "1 when the writer thread runs and its loop went round or finished a document recently",
-            value=int(snap.writer_alive),
-        )
+        if snap.writer_alive is not None:
+            yield GaugeMetricFamily(
+                "ragd_writer_alive",
+                "1 when the writer thread runs and its loop went round or finished a document "
+                "recently",
+                value=int(snap.writer_alive),
+            )
+        served = None if self._replica is None else self._replica()
+        if served is not None:
+            yield GaugeMetricFamily(
+                "ragd_replica_generation",
+                "The published generation a read replica serves",
+                value=served[0],
+            )
+            yield GaugeMetricFamily(
+                "ragd_replica_lag_seconds",
+                "Time since the generation a read replica serves was published",
+                value=served[1],
+            )
         yield GaugeMetricFamily(
             "ragd_queue_depth", "Jobs waiting for the writer", value=snap.queue_depth
         )
@@ -145,7 +164,9 @@ def _source_families(sources: Mapping[str, SourceGauges]) -> Iterator[Metric]:
 class Metrics:
     """The daemon's registry."""
 
-    def __init__(self, snapshot: Callable[[], Snapshot]) -> None:
+    def __init__(
+        self, snapshot: Callable[[], Snapshot], *, replica: ReplicaGauges | None = None
+    ) -> None:
         self.registry = CollectorRegistry()
         self.webhook_deliveries = Counter(
             "ragd_webhook_deliveries",
@@ -162,7 +183,7 @@ class Metrics:
             buckets=(0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
             registry=self.registry,
         )
-        self.registry.register(_IndexCollector(snapshot))
+        self.registry.register(_IndexCollector(snapshot, replica))
 
     def render(self) -> bytes:
         """The text exposition format."""

@@ -7,11 +7,13 @@ A test's crash plan (ragd.indexing.faults) enters here, and only here.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from ragd.adapters.object_store import object_store, s3_options
 from ragd.config import Config, FolderSourceConfig, PollSourceConfig, SourceConfig
 from ragd.embedding.static import Model2VecEmbedder
 from ragd.embedding.transformer import TransformerEmbedder
@@ -28,7 +30,8 @@ from ragd.sources.http_client import shown
 from ragd.stores.data_dir import DataDir, WriterLock, WriterStores
 from ragd.stores.keywords import KeywordStore
 from ragd.stores.manifest_reader import ManifestReader
-from ragd.stores.vectors import VectorStore, second_stage_table
+from ragd.stores.publishing import Publisher
+from ragd.stores.vectors import FIRST_STAGE, VectorStore, second_stage_table
 
 
 class ReadStores(NamedTuple):
@@ -50,11 +53,17 @@ class Runtime:
     second_stage: TransformerEmbedder | None  # None when [rerank] is off
     pipeline: Pipeline
     folders: tuple[FolderSource, ...]
+    # A read replica's: the vector table versions of the generation it serves (readers
+    # stay on them); None reads the newest commit.
+    pinned: Mapping[str, int] | None = None
 
     @classmethod
     def from_config(cls, config: Config, *, faults: FaultPlan = NO_FAULTS) -> Runtime:
         """Build the runtime; nothing heavy happens until a store or the model is used.
-        `faults` is a test's crash plan; production never passes one."""
+        `faults` is a test's crash plan; production never passes one. With the stores on
+        object storage, the AWS variables are checked here (ConfigError), before any work."""
+        if config.storage.uri is not None:
+            s3_options(os.environ)
         embedder = Model2VecEmbedder(
             config.embedding.model,
             is_local=config.embedding.model_is_local,
@@ -76,7 +85,7 @@ class Runtime:
         )
         return cls(
             config=config,
-            data_dir=DataDir(config.daemon.data_dir),
+            data_dir=DataDir(config.daemon.data_dir, config.storage.uri),
             embedder=embedder,
             second_stage=second,
             pipeline=Pipeline(
@@ -151,15 +160,35 @@ class Runtime:
 
     def open_readers(self, manifest: ManifestReader, *, ids_in_memory: bool) -> ReadStores:
         """Read-only handles on the search stores, beside an open manifest reader."""
-        lancedb = self.data_dir.lancedb
         table = self.second_table
         return ReadStores(
             manifest,
-            VectorStore.open_readonly(lancedb, ids_in_memory=ids_in_memory),
+            self._vectors(FIRST_STAGE, ids_in_memory=ids_in_memory),
             KeywordStore.open_readonly(self.data_dir.tantivy),
-            None
-            if table is None
-            else VectorStore.open_readonly(lancedb, name=table, ids_in_memory=ids_in_memory),
+            None if table is None else self._vectors(table, ids_in_memory=ids_in_memory),
+        )
+
+    def _vectors(self, table: str, *, ids_in_memory: bool = False) -> VectorStore:
+        """A read-only handle on one vector table, at the pinned version if there is one.
+        A table the generation does not name did not exist when it was published."""
+        version = None if self.pinned is None else self.pinned.get(table)
+        if self.pinned is not None and version is None:
+            return VectorStore.open_readonly(self.data_dir.root / "no-vectors", name=table)
+        return VectorStore.open_readonly(
+            self.data_dir.lancedb, name=table, ids_in_memory=ids_in_memory, version=version
+        )
+
+    def publisher(self) -> Publisher | None:
+        """What publishes generations for replicas; None with the stores on local disk."""
+        uri = self.config.storage.uri
+        if uri is None:
+            return None
+        paths, faults = self.data_dir, self.pipeline.faults
+        return Publisher(
+            object_store(uri),
+            paths.manifest,
+            paths.tantivy,
+            before_latest=lambda: faults.reached("mid_publish"),
         )
 
     def searcher(self, stores: ReadStores) -> Searcher:
@@ -206,7 +235,7 @@ class Runtime:
         try:
             return build_status(
                 manifest,
-                VectorStore.open_readonly(self.data_dir.lancedb),
+                self._vectors(FIRST_STAGE),
                 KeywordStore.open_readonly(self.data_dir.tantivy),
                 sources=infos,
                 fingerprint=self.pipeline.fingerprint,

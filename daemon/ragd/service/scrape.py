@@ -52,7 +52,7 @@ class Scraper:
         lag = (now - parse_time(oldest_job)).total_seconds() if oldest_job else 0.0
         return Snapshot(
             sources={
-                name: _source_gauges(
+                name: source_gauges(
                     source,
                     now,
                     scanned_at=source.checked_at or self.polls_listed.get(name),
@@ -102,7 +102,7 @@ def watcher_degraded(watch: WatchHealth, root: str, checked_at: str | None) -> b
     return lost is not None and (checked_at is None or checked_at < lost)
 
 
-def _source_gauges(
+def source_gauges(
     source: SourceFreshness, now: datetime, *, scanned_at: str | None, degraded: bool | None
 ) -> SourceGauges:
     oldest = source.oldest_confirmed_at

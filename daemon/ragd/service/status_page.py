@@ -112,6 +112,14 @@ def _daemon(report: Mapping[str, Any], now: datetime) -> str:
             f"since start; last scan {e(relative_time(writer['last_scan_at'], now))}. "
             f"Watcher {watching}, {e(watcher['overflows'])} overflows."
         )
+    replica = report.get("replica")
+    if replica:
+        lines.append(
+            f"<br>Read replica of {e(replica['storage_uri'])}: generation "
+            f"{e(replica['generation'])} of {e(replica['latest_generation'])}, published "
+            f"{e(relative_time(replica['published_at'], now))}; staleness is as of that "
+            "generation."
+        )
     return "".join(lines) + "</p>"
 
 

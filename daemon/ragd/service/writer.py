@@ -127,6 +127,7 @@ class Writer(threading.Thread):
         on_second_stage: Callable[[], None],
         on_exit: Callable[[], None],
         readers: Mapping[str, EntryReader] | None = None,
+        between_commits: Callable[[], None] = lambda: None,
     ) -> None:
         super().__init__(name="ragd-writer", daemon=True)
         self.indexer = indexer
@@ -139,6 +140,9 @@ class Writer(threading.Thread):
         self._on_commit = on_commit
         self._on_second_stage = on_second_stage  # second-stage vectors were written
         self._on_exit = on_exit
+        # Called on this thread whenever nothing is half-written: after a batch of jobs,
+        # after second-stage vectors, and while idle (publishing for replicas runs here).
+        self._between_commits = between_commits
         self.readers = dict(readers or {})  # how a thin delivery's entry is read back
         self._second: SimpleQueue[tuple[Embedded, Future[int]]] = SimpleQueue()
         self._held = False  # a test's fault plan holds the writer (ragd.indexing.faults)
@@ -170,6 +174,7 @@ class Writer(threading.Thread):
             jobs = self.queue.take()
             if not jobs:
                 if not self._write_second_stage():
+                    self._between_commits()
                     self.wake.wait(1.0)
                     self.wake.clear()
                 continue
@@ -190,6 +195,7 @@ class Writer(threading.Thread):
             if finished:
                 self.queue.done(jobs)
                 self.stats.jobs_done += len(jobs)
+            self._between_commits()
 
     def _held_by_test(self) -> bool:
         """Whether a test's fault plan holds the writer; logs when that starts and ends,

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from ragd.adapters.lancedb import VectorLocation
 from ragd.errors import LockedError
 from ragd.stores.keywords import KeywordRow, KeywordStore
 from ragd.stores.manifest import Manifest
@@ -27,17 +28,25 @@ KeywordRebuild = Callable[[ManifestReader], Iterable[KeywordRow]]
 
 @dataclass(frozen=True)
 class DataDir:
-    """Paths of everything ragd keeps under its data directory."""
+    """Paths of everything ragd keeps under its data directory; with `storage_uri` (an
+    "s3://bucket/prefix"), the LanceDB tables live there instead."""
 
     root: Path
+    storage_uri: str | None = None
 
     @property
     def manifest(self) -> Path:
         return self.root / "state.db"
 
     @property
-    def lancedb(self) -> Path:
+    def lancedb(self) -> VectorLocation:
+        if self.storage_uri is not None:
+            return f"{self.storage_uri}/lancedb"
         return self.root / "lancedb"
+
+    @property
+    def replica(self) -> Path:
+        return self.root / "replica"  # written by ragd.stores.replica
 
     @property
     def tantivy(self) -> Path:
@@ -109,8 +118,10 @@ class WriterStores:
         self.paths = data_dir
         self.second_table = second_table
         self._keyword_rows = keyword_rows
+        local_vectors = data_dir.lancedb
         orphaned = not data_dir.manifest.exists() and (
-            data_dir.lancedb.exists() or data_dir.tantivy.exists()
+            (isinstance(local_vectors, Path) and local_vectors.exists())
+            or data_dir.tantivy.exists()
         )
         self.manifest = Manifest.open(data_dir.manifest)
         if orphaned:
@@ -146,6 +157,15 @@ class WriterStores:
                 else VectorStore.open_existing(directory, name=name)
             )
         return self._second
+
+    def vector_versions(self, dim: int) -> dict[str, int]:
+        """The version of each vector table this writer has, by table name: what a
+        published generation pins its readers to."""
+        versions: dict[str, int] = {}
+        for table in (self.vectors(dim), self.second_vectors()):
+            if table is not None and (version := table.version()) is not None:
+                versions[table.name] = version
+        return versions
 
     def drop_unused_second_stage_tables(self) -> None:
         """Drop the vector tables of second-stage models no longer configured."""

@@ -19,7 +19,6 @@ from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -28,6 +27,7 @@ import numpy.typing as npt
 from ragd.adapters.lancedb import (
     TABLE,
     IvfSqIndex,
+    VectorLocation,
     VectorTable,
     drop_vector_table,
     open_vector_table,
@@ -114,15 +114,17 @@ class VectorStore:
 
     def __init__(
         self,
-        directory: Path,
+        directory: VectorLocation,
         table: VectorTable | None,
         *,
         writable: bool,
         hold_ids: bool,
         name: str = FIRST_STAGE,
+        pinned: bool = False,
     ) -> None:
         self._directory = directory
         self._name = name
+        self._pinned = pinned
         self._rows = table
         self._writable = writable
         self._hold_ids = hold_ids
@@ -130,7 +132,7 @@ class VectorStore:
             table.hold_chunk_ids()
 
     @classmethod
-    def open(cls, directory: Path, dim: int, *, name: str = FIRST_STAGE) -> VectorStore:
+    def open(cls, directory: VectorLocation, dim: int, *, name: str = FIRST_STAGE) -> VectorStore:
         """Open table `name` for writing, creating the directory and table if missing.
 
         Raises StoreError if the table holds vectors of another dimension (the model changed).
@@ -148,7 +150,7 @@ class VectorStore:
         return cls(directory, table, writable=True, hold_ids=False, name=name)
 
     @classmethod
-    def open_existing(cls, directory: Path, *, name: str) -> VectorStore:
+    def open_existing(cls, directory: VectorLocation, *, name: str) -> VectorStore:
         """Open an existing table for writing, whatever its width; StoreError if missing."""
         table = open_vector_table(directory, table_name=name)
         if table is None:
@@ -156,12 +158,12 @@ class VectorStore:
         return cls(directory, table, writable=True, hold_ids=False, name=name)
 
     @staticmethod
-    def tables(directory: Path) -> list[str]:
+    def tables(directory: VectorLocation) -> list[str]:
         """The names of the tables under `directory`."""
         return vector_tables(directory)
 
     @staticmethod
-    def drop_second_stage_tables(directory: Path, *, keep: str | None) -> list[str]:
+    def drop_second_stage_tables(directory: VectorLocation, *, keep: str | None) -> list[str]:
         """Drop every second-stage table but `keep` (vectors of models no longer used;
         derived data); returns the names dropped."""
         dropped = [
@@ -175,17 +177,35 @@ class VectorStore:
 
     @classmethod
     def open_readonly(
-        cls, directory: Path, *, name: str = FIRST_STAGE, ids_in_memory: bool = False
+        cls,
+        directory: VectorLocation,
+        *,
+        name: str = FIRST_STAGE,
+        ids_in_memory: bool = False,
+        version: int | None = None,
     ) -> VectorStore:
         """Open table `name` for reading; creates nothing. A missing directory or table
-        reads as empty.
+        reads as empty. With `version` the handle reads that version and `refresh` keeps
+        it there: a replica serves the vectors its published generation names.
 
         With `ids_in_memory` the handle holds every row's chunk id, read here and then those
         of newer rows once a search finds one, so searches need not read them from the
         table: for a reader of many queries (`VectorTable.hold_chunk_ids`).
         """
-        table = open_vector_table(directory, table_name=name)
-        return cls(directory, table, writable=False, hold_ids=ids_in_memory, name=name)
+        table = open_vector_table(directory, table_name=name, version=version)
+        return cls(
+            directory,
+            table,
+            writable=False,
+            hold_ids=ids_in_memory,
+            name=name,
+            pinned=version is not None,
+        )
+
+    @property
+    def name(self) -> str:
+        """The table's name."""
+        return self._name
 
     @property
     def dim(self) -> int | None:
@@ -296,6 +316,10 @@ class VectorStore:
             raise ValueError("query vector has NaN or infinite values")
         return self._rows.start_nearest(query, limit, doc_pattern)
 
+    def version(self) -> int | None:
+        """The table version this handle reads; None when there is no table."""
+        return None if self._rows is None else self._rows.version()
+
     def version_count(self) -> int:
         """How many table versions are kept on disk (each commit adds one until cleanup)."""
         return 0 if self._rows is None else self._rows.version_count()
@@ -347,7 +371,10 @@ class VectorStore:
         self.ensure_vector_index()
 
     def refresh(self) -> None:
-        """Move to the latest commit (a handle otherwise stays on the version it opened)."""
+        """Move to the latest commit (a handle otherwise stays on the version it opened);
+        a handle pinned to a version stays on it."""
+        if self._pinned:
+            return
         if self._rows is not None:
             self._rows.refresh()
         elif not self._writable:

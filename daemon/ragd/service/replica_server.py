@@ -1,0 +1,232 @@
+"""`ragd serve --reader`: a read replica and its lifecycle.
+
+Owns building a replica (the models loaded, the first generation fetched if one is
+published, the HTTP socket bound), its refresh thread, which looks for a newer
+generation every [storage] refresh_interval, and what its HTTP API answers
+(`ReplicaBackend`, the `Backend` of ragd.service.http_api). A replica has no writer, no
+watcher, no scheduler and no lock on anything: any number run beside one writer, each
+with its own data_dir as a cache. Webhooks go to the writer; a replica refuses them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import Any, cast
+
+from ragd.adapters.object_store import object_store
+from ragd.errors import ConfigError
+from ragd.search.results import QueryRequest
+from ragd.service.http_api import create_app
+from ragd.service.http_server import HttpServer
+from ragd.service.logs import get_logger
+from ragd.service.mcp import build_server
+from ragd.service.mcp_http import mcp_endpoint
+from ragd.service.metrics import Metrics, Snapshot
+from ragd.service.replica import NotReady, ServedGeneration
+from ragd.service.runtime import Runtime
+from ragd.service.scrape import source_gauges
+from ragd.service.status_page import AGE_EDGES, MAX_LISTED, render_status_page
+from ragd.service.stopping import StopSignal
+from ragd.sources.cms.formats import WebhookRequest
+from ragd.stores.records import format_time, parse_time
+from ragd.stores.replica import Replica
+
+log = get_logger("ragd.replica")
+
+STOP_TIMEOUT = 8.0
+
+
+@dataclass
+class ReplicaBackend:
+    """The HTTP API's backend over a replica's served generation."""
+
+    runtime: Runtime
+    served: ServedGeneration
+    state: Any  # Callable[[], str]: "starting", "ok" or "stopping"
+
+    def __post_init__(self) -> None:
+        self.metrics = Metrics(self._snapshot, replica=self._replica_gauges)
+
+    @property
+    def max_body_bytes(self) -> int:
+        return self.runtime.config.http.max_body_bytes
+
+    def search(self, request: QueryRequest) -> Any:
+        chosen = replace(request, mode=request.mode or self.runtime.config.search.mode)
+        started = time.perf_counter()
+        result = self.served.search(chosen).to_json()
+        self.metrics.query_seconds.labels(mode=chosen.mode).observe(time.perf_counter() - started)
+        return result
+
+    def context(self, request: QueryRequest, max_chars: int) -> Any:
+        return self.served.context(request, max_chars).to_json()
+
+    def status(self) -> dict[str, object]:
+        current = self.served.current()
+        report = current.runtime.status().to_json()
+        report["replica"] = self.served.describe(datetime.now(UTC)) | {
+            "state": self.state(),
+            "pid": os.getpid(),
+            "data_dir": str(self.runtime.data_dir.root.resolve()),
+            "storage_uri": self.runtime.config.storage.uri,
+        }
+        return report
+
+    def health(self) -> dict[str, object]:
+        """ "ok" only while a generation is served: a load balancer sends no query to a
+        replica that has none yet."""
+        state = self.state()
+        try:
+            number = self.served.current().number
+        except NotReady:
+            return {"status": "starting" if state == "ok" else state, "generation": None}
+        return {"status": state, "generation": number}
+
+    def has_webhook_source(self, source: str) -> bool:
+        return False
+
+    def webhook(self, source: str, request: WebhookRequest) -> tuple[int, dict[str, Any]]:
+        return 404, {"error": "this is a read replica: send webhooks to the writer"}
+
+    def note_webhook(self, source: str, outcome: str, **fields: Any) -> None:
+        """A replica counts no deliveries."""
+
+    def metrics_text(self) -> bytes:
+        return self.metrics.render()
+
+    def status_page(self) -> str:
+        report = self.status()
+        now = datetime.now(UTC)
+        thresholds = [format_time(now - age) for age in AGE_EDGES]
+        sources = cast(list[dict[str, Any]], report["sources"])
+        listed = [
+            f"{source['name']}:{doc['path']}"
+            for source in sources
+            for field in ("stale_documents", "failed_documents")
+            for doc in source[field][:MAX_LISTED]
+        ]
+        readers = self.served.current().readers
+        with readers.lock:
+            freshness = readers.manifest.confirmed_ages(thresholds)
+            found = [readers.manifest.document(doc_id) for doc_id in set(listed)]
+        documents = {doc.doc_id: (doc.uri, doc.title) for doc in found if doc is not None}
+        return render_status_page(report, freshness, [], documents, now)
+
+    def _snapshot(self) -> Snapshot:
+        now = datetime.now(UTC)
+        try:
+            readers = self.served.current().readers
+        except NotReady:
+            return Snapshot(sources={}, stores_agree=True, writer_alive=None)
+        freshness = readers.freshness(now)
+        manifest, lancedb, tantivy = readers.chunk_counts()
+        return Snapshot(
+            sources={
+                name: source_gauges(source, now, scanned_at=source.checked_at, degraded=None)
+                for name, source in freshness.items()
+            },
+            stores_agree=manifest == lancedb == tantivy,
+            writer_alive=None,
+        )
+
+    def _replica_gauges(self) -> tuple[int, float] | None:
+        described = self.served.describe(datetime.now(UTC))
+        generation, published = described["generation"], described["published_at"]
+        if not isinstance(generation, int) or not isinstance(published, str):
+            return None
+        lag = (datetime.now(UTC) - parse_time(published)).total_seconds()
+        return generation, max(lag, 0.0)
+
+
+class ReplicaServer:
+    """Everything `ragd serve --reader` runs; use as a context manager."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        config = runtime.config
+        if config.storage.uri is None:
+            raise ConfigError(
+                "ragd serve --reader needs the index on object storage",
+                hint='set [storage] uri = "s3://bucket/prefix", as the writer has it',
+            )
+        self.runtime = runtime
+        self.state = "starting"
+        self.stop = threading.Event()
+        self._resources = contextlib.ExitStack()
+        try:
+            self.stopping = StopSignal()
+            self._resources.callback(self.stopping.close)
+            self._resources.enter_context(self.stopping.installed())
+            replica = Replica(object_store(config.storage.uri), runtime.data_dir.replica)
+            self.served = ServedGeneration(runtime, replica)
+            self._resources.callback(self.served.close)
+            runtime.embedder.embed([])  # load the models before the first query
+            if runtime.second_stage is not None:
+                runtime.second_stage.load()
+            self.served.refresh()
+            backend = ReplicaBackend(runtime, self.served, state=lambda: self.state)
+            http = config.http
+            mcp = mcp_endpoint(
+                build_server(self.served, backend.status),
+                host=http.host,
+                port=http.port,
+                max_body_bytes=http.max_body_bytes,
+                environ=os.environ,
+            )
+            self.http = HttpServer(
+                create_app(backend, mcp), http.host, http.port, listen=http.listen
+            )
+            self._resources.callback(self.http.close)
+        except BaseException:
+            self._resources.close()
+            raise
+        self._refresher = threading.Thread(
+            target=self._refresh_loop, name="ragd-replica", daemon=True
+        )
+
+    def __enter__(self) -> ReplicaServer:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self._resources.close()
+
+    def serve(self) -> int:
+        """Run until told to stop; returns the exit code."""
+        self.http.start()
+        self._refresher.start()
+        self.state = "ok"
+        log.info(
+            "serving_replica",
+            listen=self.runtime.config.http.listen,
+            storage=self.runtime.config.storage.uri,
+            generation=self.served.describe(datetime.now(UTC))["generation"],
+            pid=os.getpid(),
+        )
+        try:
+            while not self.stopping.signalled:
+                self.stopping.wait()
+        finally:
+            self.state = "stopping"
+            self.stop.set()
+            log.info("stopping")
+            deadline = time.monotonic() + STOP_TIMEOUT
+            self.http.begin_stop()
+            self._refresher.join(max(0.1, deadline - time.monotonic()))
+            self.http.join(max(0.1, deadline - time.monotonic()))
+            log.info("stopped")
+        return 0
+
+    def _refresh_loop(self) -> None:
+        every = self.runtime.config.storage.refresh_interval.total_seconds()
+        while not self.stop.wait(every):
+            self.served.refresh()
