@@ -419,3 +419,48 @@ def test_a_table_of_few_files_needs_no_compaction(
 
     assert store.small_fragments() == 3
     assert not store.needs_compaction()
+
+
+@pytest.mark.filterwarnings("ignore:optimize\\(cleanup_older_than=0\\):UserWarning")
+def test_a_cleanup_keeps_the_oldest_published_version_and_every_newer_one(
+    tmp_path: Path, store: VectorStore, rng: np.random.Generator
+) -> None:
+    store.replace_documents(["docs:a.md"], make_rows("docs:a.md", 3, rng), new=["docs:a.md"])
+    published = store.version()
+    assert published is not None
+    store.oldest_published = published
+    store.replace_documents(["docs:b.md"], make_rows("docs:b.md", 2, rng), new=["docs:b.md"])
+    store.replace_documents(["docs:a.md"], [])
+
+    store.optimize(cleanup_older_than=timedelta(0))
+
+    replica = VectorStore.open_readonly(tmp_path / "lancedb", version=published)
+    assert replica.chunk_ids() == ids(make_rows("docs:a.md", 3, rng))
+    assert store.chunk_ids() == ids(make_rows("docs:b.md", 2, rng))
+
+
+@pytest.mark.filterwarnings("ignore:optimize\\(cleanup_older_than=0\\):UserWarning")
+def test_without_a_published_version_a_cleanup_removes_the_superseded_ones(
+    tmp_path: Path, store: VectorStore, rng: np.random.Generator
+) -> None:
+    store.replace_documents(["docs:a.md"], make_rows("docs:a.md", 3, rng), new=["docs:a.md"])
+    superseded = store.version()
+    store.replace_documents(["docs:a.md"], [])
+
+    store.optimize(cleanup_older_than=timedelta(0))
+
+    with pytest.raises(StoreError):
+        VectorStore.open_readonly(tmp_path / "lancedb", version=superseded)
+
+
+def test_a_handle_pinned_to_a_version_stays_there_on_refresh(
+    tmp_path: Path, store: VectorStore, rng: np.random.Generator
+) -> None:
+    store.replace_documents(["docs:a.md"], make_rows("docs:a.md", 3, rng), new=["docs:a.md"])
+    pinned = VectorStore.open_readonly(tmp_path / "lancedb", version=store.version())
+    store.replace_documents(["docs:b.md"], make_rows("docs:b.md", 2, rng), new=["docs:b.md"])
+
+    pinned.refresh()
+
+    assert pinned.count() == 3
+    assert VectorStore.open_readonly(tmp_path / "lancedb").count() == 5

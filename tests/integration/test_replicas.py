@@ -172,3 +172,29 @@ def test_a_reader_started_mid_publish_serves_the_previous_generation(
         assert reader.status()["replica"]["generation"] == 2
     finally:
         reader.stop()
+
+
+def test_a_reader_answers_mcp_clients_and_shows_its_status_page(
+    cluster: tuple[Served, Served, Served, Path],
+) -> None:
+    import asyncio
+
+    from tests.integration.mcp_clients import http_session
+
+    writer, first, _, _ = cluster
+
+    async def search() -> dict[str, Any]:
+        async with http_session(first.port) as session:
+            result = await session.call_tool("search", {"query": "dependency injection", "k": 5})
+            assert not result.is_error, result.content
+            assert result.structured_content is not None
+            found: dict[str, Any] = result.structured_content
+            return found
+
+    found = asyncio.run(search())
+
+    answer = writer.query("dependency injection", mode="hybrid", k=5)
+    want = [hit["chunk_id"] for hit in answer["results"]]
+    assert want and [hit["chunk_id"] for hit in found["hits"]] == want
+    page = first.get_text("/")
+    assert "Read replica of s3://" in page

@@ -401,6 +401,19 @@ class VectorTable:
         """The version this handle reads (the newest commit it has seen)."""
         return int(self._run("read", self._lance_table.version()))
 
+    def version_ages(self) -> dict[int, timedelta]:
+        """How long ago each kept version was committed, by version number."""
+        from datetime import datetime
+
+        listed = self._run("read", self._lance_table.list_versions())  # type: ignore[no-untyped-call]
+        ages: dict[int, timedelta] = {}
+        for entry in listed:
+            made: datetime = entry["timestamp"]
+            # lance reports local time, naive; compare it with the clock it was read from.
+            now = datetime.now(made.tzinfo) if made.tzinfo else datetime.now()
+            ages[int(entry["version"])] = now - made
+        return ages
+
     def version_count(self) -> int:
         """How many table versions are kept on disk (each commit adds one until cleanup)."""
         return len(self._run("read", self._lance_table.list_versions()))  # type: ignore[no-untyped-call]

@@ -141,7 +141,10 @@ def index(state: _State, full: bool, as_json: bool) -> int:
 
     runtime = state.runtime()
     progress = Progress(sys.stderr)
+    publisher = runtime.publisher()
     with runtime.indexer(second_threads=worker_count()) as indexer:
+        if publisher is not None:  # cleanups keep what replicas may be reading
+            indexer.stores.keep_published(publisher.oldest_versions(), runtime.embedder.dim)
         report = indexer.run(full=full, progress=progress)
         progress.finish()
         for source in runtime.config.sources:
@@ -151,7 +154,6 @@ def index(state: _State, full: bool, as_json: bool) -> int:
             second = Progress(sys.stderr, label="second stage", unit="chunks")
             report = report.merged(indexer.fill_second_stage(progress=second))
             second.finish()
-        publisher = runtime.publisher()
         if publisher is not None and not report.interrupted:
             published = publisher.publish(indexer.stores.vector_versions(runtime.embedder.dim))
             click.echo(

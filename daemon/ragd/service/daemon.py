@@ -81,6 +81,7 @@ class Daemon:
             # the first publish covers the start-up state (after the first pass's repair).
             self.publisher = runtime.publisher()
             self._publish_due = self.publisher is not None
+            self._keep_published()
             self._publish_retry_at = 0.0
             # A long job (the first scan of a large tree) tells the watchdog it lives as its
             # documents are done, not only between jobs: WatchdogSec would restart it.
@@ -268,11 +269,18 @@ class Daemon:
             log.warning("publish_failed", error=str(exc), retry_in=PUBLISH_RETRY_SECONDS)
             return
         self._publish_due = False
+        self._keep_published()
         log.info(
             "published",
             generation=generation.number,
             seconds=round(time.perf_counter() - started, 3),
         )
+
+    def _keep_published(self) -> None:
+        """Cleanups keep the vector versions of the generations replicas may read."""
+        if self.publisher is not None:
+            oldest = self.publisher.oldest_versions()
+            self.stores.keep_published(oldest, self.runtime.embedder.dim)
 
     def _compact(self) -> None:
         """The writer's `compact` job: LanceDB housekeeping, then the manifest's."""

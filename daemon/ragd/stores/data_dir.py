@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import fcntl
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -166,6 +166,13 @@ class WriterStores:
             if table is not None and (version := table.version()) is not None:
                 versions[table.name] = version
         return versions
+
+    def keep_published(self, oldest: Mapping[str, int], dim: int) -> None:
+        """Keep, in every cleanup, the oldest version of each table a published generation
+        names, and all newer ones (replicas may read them)."""
+        for table in (self.vectors(dim), self.second_vectors()):
+            if table is not None:
+                table.oldest_published = oldest.get(table.name)
 
     def drop_unused_second_stage_tables(self) -> None:
         """Drop the vector tables of second-stage models no longer configured."""

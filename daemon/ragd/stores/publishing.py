@@ -135,7 +135,16 @@ class Publisher:
         self._tantivy = tantivy
         self._uploaded = {name.removeprefix(SEGMENTS + "/") for name in store.names(SEGMENTS)}
         self.last = latest_generation(store) or 0
-        self._kept: list[Generation] = []
+        self._kept = self._published_before(self.last + 1)
+
+    def oldest_versions(self) -> dict[str, int]:
+        """Per vector table, the oldest version a kept generation names: the writer's
+        cleanups keep it (`WriterStores.keep_published`)."""
+        oldest: dict[str, int] = {}
+        for generation in self._kept:
+            for table, version in generation.vector_versions.items():
+                oldest[table] = min(version, oldest.get(table, version))
+        return oldest
 
     def publish(self, vector_versions: Mapping[str, int]) -> Generation:
         """Publish the stores as they are now (the caller is between commits) as the next
@@ -182,10 +191,7 @@ class Publisher:
                 self._uploaded.add(name)
 
     def _forget_old(self, newest: Generation) -> None:
-        """Delete generations older than the newest KEEP, and segments none of those names.
-        Generations this process did not publish are found by listing, once."""
-        if not self._kept:
-            self._kept = self._published_before(newest.number)
+        """Delete generations older than the newest KEEP, and segments none of those names."""
         self._kept.append(newest)
         old, self._kept = self._kept[:-KEEP], self._kept[-KEEP:]
         for generation in old:

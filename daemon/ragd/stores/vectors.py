@@ -61,6 +61,8 @@ IVF_SAMPLE_RATE = 16
 INDEX_REGROWTH = 2
 # Recorded in the vector field's metadata: the rows the index was built for.
 BUILT_FOR = "ragd.index_rows"
+# How much older than the oldest published version a cleanup's cut-off stays.
+PUBLISHED_MARGIN = timedelta(minutes=1)
 FIRST_STAGE = TABLE
 SECOND_STAGE_PREFIX = "second_stage_"
 
@@ -125,6 +127,9 @@ class VectorStore:
         self._directory = directory
         self._name = name
         self._pinned = pinned
+        # The oldest version a published generation names: replicas may be reading it, so
+        # a cleanup keeps it and everything newer (ragd.stores.publishing).
+        self.oldest_published: int | None = None
         self._rows = table
         self._writable = writable
         self._hold_ids = hold_ids
@@ -365,10 +370,21 @@ class VectorStore:
         Keep the age at minutes while readers run: a reader still on a removed version can
         fail.
         """
-        self._writer_table().optimize(cleanup_older_than)
+        self._writer_table().optimize(self._cleanup_age(cleanup_older_than))
         # After compacting: an index built over the one compacted file searches faster than
         # one built over hundreds of small files and then compacted.
         self.ensure_vector_index()
+
+    def _cleanup_age(self, cleanup_older_than: timedelta) -> timedelta:
+        """`cleanup_older_than`, or longer so that the oldest published version survives:
+        LanceDB's cleanup goes by age, and a version replicas read can be old (nothing
+        was committed for a while) yet only just superseded."""
+        if self.oldest_published is None:
+            return cleanup_older_than
+        age = self._writer_table().version_ages().get(self.oldest_published)
+        if age is None:  # already gone: nothing to keep
+            return cleanup_older_than
+        return max(cleanup_older_than, age + PUBLISHED_MARGIN)
 
     def refresh(self) -> None:
         """Move to the latest commit (a handle otherwise stays on the version it opened);
