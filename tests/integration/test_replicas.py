@@ -198,3 +198,31 @@ def test_a_reader_answers_mcp_clients_and_shows_its_status_page(
     assert want and [hit["chunk_id"] for hit in found["hits"]] == want
     page = first.get_text("/")
     assert "Read replica of s3://" in page
+
+
+def test_a_reader_re_scores_with_the_second_stage_as_the_writer_does(
+    tmp_path: Path, s3_uri: str
+) -> None:
+    from tests.conftest import RERANK_MODEL_DIR
+    from tests.integration.daemon import small_root
+
+    docs = small_root(tmp_path / "docs", files=6)
+    storage = storage_section(s3_uri)
+    config = write_config(tmp_path, docs, rerank=RERANK_MODEL_DIR, sections=storage)
+    assert run_json(config, "index")["second_stage"]["pending"] == 0
+    reader = Served(
+        tmp_path / "reader", docs, rerank=RERANK_MODEL_DIR, sections=storage, reader=True
+    )
+    reader.start().wait_ready()
+    try:
+        for question in ("How do I declare a request body?", "path parameters with types"):
+            want = run_json(config, "query", question, "--mode", "hybrid", "-k", "5")
+            got = reader.query(question, mode="hybrid", k=5)
+
+            assert want["rerank"] is True and got["rerank"] is True
+            assert [h["chunk_id"] for h in got["results"]] == [
+                h["chunk_id"] for h in want["results"]
+            ]
+            assert all(h["second_stage_rank"] is not None for h in got["results"])
+    finally:
+        reader.stop()
