@@ -107,6 +107,9 @@ def test_a_reader_reports_the_generation_it_serves_and_its_lag(
     store = object_store(first.status()["replica"]["storage_uri"])
     latest = latest_generation(store)
     assert latest is not None
+    publishing = writer.status()["daemon"]["publishing"]
+    assert publishing["generation"] == latest and publishing["failures"] == 0
+    assert publishing["storage_uri"] == store.location.uri
 
     def serving_latest() -> dict[str, Any] | None:
         status = first.status()

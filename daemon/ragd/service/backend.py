@@ -62,6 +62,7 @@ class ServiceBackend:
     poller: Poller
     state: Callable[[], str]
     started: float
+    publishing: Callable[[], dict[str, object] | None] = lambda: None
 
     def __post_init__(self) -> None:
         scraper = Scraper(
@@ -105,6 +106,7 @@ class ServiceBackend:
             "next_jobs": self.scheduler.next_runs(),
             "second_stage": None if self.filler is None else self.filler.to_json(),
             "polls": self.poller.to_json(),
+            "publishing": self.publishing(),
         }
         report = self._settled_status().to_json()
         report["daemon"] = daemon

@@ -30,6 +30,7 @@ from ragd.service.mcp import build_server
 from ragd.service.mcp_http import TOKEN_ENV, is_loopback, mcp_endpoint
 from ragd.service.notify import Notifier
 from ragd.service.poller import Poller
+from ragd.service.publishing import Publishing
 from ragd.service.readers import Readers
 from ragd.service.remote_sources import remote_sources
 from ragd.service.runtime import Runtime
@@ -48,8 +49,6 @@ log = get_logger("ragd.service")
 
 # Seconds a graceful stop waits for the writer and the HTTP server before giving up.
 STOP_TIMEOUT = 8.0
-# A publish that failed (the object store is down) is tried again this long after.
-PUBLISH_RETRY_SECONDS = 5.0
 
 
 class Daemon:
@@ -77,12 +76,6 @@ class Daemon:
             self._resources.callback(self.queue.close)
             self.readers = Readers(runtime)
             self._resources.callback(self.readers.close)
-            # With the stores on object storage, each commit is published for replicas;
-            # the first publish covers the start-up state (after the first pass's repair).
-            self.publisher = runtime.publisher()
-            self._publish_due = self.publisher is not None
-            self._keep_published()
-            self._publish_retry_at = 0.0
             # A long job (the first scan of a large tree) tells the watchdog it lives as its
             # documents are done, not only between jobs: WatchdogSec would restart it.
             stats = WriterStats(heartbeat=self.notifier.watchdog)
@@ -96,6 +89,13 @@ class Daemon:
                 cleanup_older_than=config.schedule.cleanup_older_than,
                 other_sources=runtime.other_sources,
             )
+            # With the stores on object storage, commits are published for replicas.
+            self.publishing = Publishing(
+                runtime.publisher(),
+                self.stores,
+                runtime.embedder.dim,
+                ready=lambda: stats.last_scan_at is not None,
+            )
             self.writer = Writer(
                 indexer,
                 self.queue,
@@ -107,7 +107,7 @@ class Daemon:
                 on_second_stage=self._second_stage_written,
                 on_exit=self.stopping.wake,
                 readers=remote.readers,
-                between_commits=self._publish,
+                between_commits=self.publishing.between_commits,
             )
             self.filler = (
                 None
@@ -144,6 +144,7 @@ class Daemon:
                 self.poller,
                 state=lambda: self.state,
                 started=self.started,
+                publishing=self.publishing.to_json,
             )
             http = config.http
             mcp = mcp_endpoint(
@@ -239,48 +240,13 @@ class Daemon:
         """The writer committed: readers refresh, new chunks may want second-stage
         vectors, and replicas a new generation."""
         self.readers.committed()
-        self._publish_due = self.publisher is not None
+        self.publishing.changed()
         if self.filler is not None:
             self.filler.wake.set()
 
     def _second_stage_written(self) -> None:
         self.readers.second_stage_written()
-        self._publish_due = self.publisher is not None
-
-    def _publish(self) -> None:
-        """Publish a generation if a commit came since the last (on the writer's thread,
-        between commits, so the stores copied agree). A failure is logged and retried
-        when the writer next has nothing half-written; the daemon goes on."""
-        if (
-            not self._publish_due
-            or self.publisher is None
-            or self.writer.stats.last_scan_at is None  # the first pass repairs a crash
-            or time.monotonic() < self._publish_retry_at
-        ):
-            return
-        started = time.perf_counter()
-        try:
-            generation = self.publisher.publish(
-                self.stores.vector_versions(self.runtime.embedder.dim)
-            )
-        except Exception as exc:  # the object store is down, or refuses a write
-            self.writer.stats.errors += 1
-            self._publish_retry_at = time.monotonic() + PUBLISH_RETRY_SECONDS
-            log.warning("publish_failed", error=str(exc), retry_in=PUBLISH_RETRY_SECONDS)
-            return
-        self._publish_due = False
-        self._keep_published()
-        log.info(
-            "published",
-            generation=generation.number,
-            seconds=round(time.perf_counter() - started, 3),
-        )
-
-    def _keep_published(self) -> None:
-        """Cleanups keep the vector versions of the generations replicas may read."""
-        if self.publisher is not None:
-            oldest = self.publisher.oldest_versions()
-            self.stores.keep_published(oldest, self.runtime.embedder.dim)
+        self.publishing.changed()
 
     def _compact(self) -> None:
         """The writer's `compact` job: LanceDB housekeeping, then the manifest's."""
@@ -289,7 +255,7 @@ class Daemon:
             self.runtime.pipeline.faults,
         )
         compact_vectors(self.stores.vectors(self.runtime.embedder.dim), cleanup, faults)
-        self._publish_due = self.publisher is not None  # compaction makes new versions
+        self.publishing.changed()  # compaction makes new versions
         if (second := self.stores.second_vectors()) is not None:
             compact_vectors(second, cleanup, faults)
         # Watch events and webhooks never run a full pass, which is what prunes the vector
