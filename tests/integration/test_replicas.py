@@ -229,3 +229,69 @@ def test_a_reader_re_scores_with_the_second_stage_as_the_writer_does(
             assert all(h["second_stage_rank"] is not None for h in got["results"])
     finally:
         reader.stop()
+
+
+def test_a_reader_before_any_generation_is_not_ready_and_says_why(
+    tmp_path: Path, s3_uri: str
+) -> None:
+    import urllib.error
+    import urllib.request
+
+    from tests.integration.daemon import small_root
+
+    docs = small_root(tmp_path / "docs", files=2)
+    reader = Served(tmp_path / "reader", docs, sections=storage_section(s3_uri), reader=True)
+    reader.start()
+    try:
+        wait_until(lambda: reader.events("serving_replica"), 60)
+        with pytest.raises(urllib.error.HTTPError) as health:
+            urllib.request.urlopen(f"http://127.0.0.1:{reader.port}/healthz", timeout=10)
+        assert health.value.code == 503
+        assert json.loads(health.value.read())["status"] == "starting"
+
+        status, body = reader.post("/v1/query", b'{"query": "path parameters"}', {})
+
+        assert status == 503
+        assert "no generation to serve yet" in body["error"]
+    finally:
+        reader.stop()
+
+
+def test_a_reader_tells_systemd_ready_watchdog_and_stopping(tmp_path: Path, s3_uri: str) -> None:
+    import socket
+    import uuid
+
+    from tests.integration.daemon import small_root
+
+    name = f"ragd-test-{uuid.uuid4().hex}"
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind("\0" + name)
+    sock.settimeout(1.0)
+    reader = Served(
+        tmp_path / "reader",
+        small_root(tmp_path / "docs", files=2),
+        sections=storage_section(s3_uri),
+        reader=True,
+        env={"NOTIFY_SOCKET": "@" + name, "WATCHDOG_USEC": "2000000"},
+    )
+    seen: list[str] = []
+
+    def receive_until(message: str, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while message not in seen and time.monotonic() < deadline:
+            try:
+                seen.extend(sock.recv(4096).decode().split("\n"))
+            except TimeoutError:
+                continue
+        assert message in seen, seen
+
+    try:
+        reader.start()
+        receive_until("READY=1", 60)
+        receive_until("WATCHDOG=1", 10)
+        reader.signal(signal.SIGTERM)
+        receive_until("STOPPING=1", 10)
+        assert reader.wait_exit(10) == 0
+    finally:
+        reader.stop()
+        sock.close()

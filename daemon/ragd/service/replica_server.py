@@ -28,6 +28,7 @@ from ragd.service.logs import get_logger
 from ragd.service.mcp import build_server
 from ragd.service.mcp_http import mcp_endpoint
 from ragd.service.metrics import Metrics, Snapshot
+from ragd.service.notify import Notifier
 from ragd.service.replica import NotReady, ServedGeneration
 from ragd.service.runtime import Runtime
 from ragd.service.scrape import source_gauges
@@ -40,6 +41,7 @@ from ragd.stores.replica import Replica
 log = get_logger("ragd.replica")
 
 STOP_TIMEOUT = 8.0
+WATCHDOG_SECONDS = 5.0
 
 
 @dataclass
@@ -147,7 +149,7 @@ class ReplicaBackend:
 class ReplicaServer:
     """Everything `ragd serve --reader` runs; use as a context manager."""
 
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: Runtime, notifier: Notifier | None = None) -> None:
         config = runtime.config
         if config.storage.uri is None:
             raise ConfigError(
@@ -155,6 +157,7 @@ class ReplicaServer:
                 hint='set [storage] uri = "s3://bucket/prefix", as the writer has it',
             )
         self.runtime = runtime
+        self.notifier = notifier or Notifier()
         self.state = "starting"
         self.stop = threading.Event()
         self._resources = contextlib.ExitStack()
@@ -205,6 +208,7 @@ class ReplicaServer:
         self.http.start()
         self._refresher.start()
         self.state = "ok"
+        self.notifier.ready()
         log.info(
             "serving_replica",
             listen=self.runtime.config.http.listen,
@@ -217,6 +221,7 @@ class ReplicaServer:
                 self.stopping.wait()
         finally:
             self.state = "stopping"
+            self.notifier.stopping()
             self.stop.set()
             log.info("stopping")
             deadline = time.monotonic() + STOP_TIMEOUT
@@ -227,6 +232,12 @@ class ReplicaServer:
         return 0
 
     def _refresh_loop(self) -> None:
+        """Look for a newer generation every refresh_interval; tell systemd's watchdog
+        that the replica lives at least every WATCHDOG_SECONDS meanwhile."""
         every = self.runtime.config.storage.refresh_interval.total_seconds()
-        while not self.stop.wait(every):
-            self.served.refresh()
+        due = time.monotonic() + every
+        while not self.stop.wait(min(every, WATCHDOG_SECONDS)):
+            self.notifier.watchdog()
+            if time.monotonic() >= due:
+                self.served.refresh()
+                due = time.monotonic() + every
