@@ -95,6 +95,7 @@ class Daemon:
                 self.stores,
                 runtime.embedder.dim,
                 ready=lambda: stats.last_scan_at is not None,
+                min_interval=config.storage.refresh_interval.total_seconds(),
             )
             self.writer = Writer(
                 indexer,

@@ -3,7 +3,8 @@
 Owns when `ragd serve` publishes a generation: once a commit, a compaction or
 second-stage vectors have changed what replicas would read, on the writer's thread
 between commits (so the stores it copies agree), not before the first full pass has
-repaired whatever a crash left. A publish that fails (the object store down) is logged,
+repaired whatever a crash left, and not more often than replicas look for one
+([storage] refresh_interval): a burst of edits makes one generation, not one each. A publish that fails (the object store down) is logged,
 counted and tried again PUBLISH_RETRY_SECONDS later; the daemon goes on. It also keeps
 the writer's LanceDB cleanups off the versions published generations name, and says
 what it last did for /v1/status.
@@ -36,13 +37,17 @@ class Publishing:
         dim: int,
         *,
         ready: Callable[[], bool],
+        min_interval: float = 0.0,
     ) -> None:
         self.publisher = publisher
+        # Replicas look for a new generation this often: publishing more often (a burst
+        # of edits) would upload snapshots no replica reads.
+        self._min_interval = min_interval
         self._stores = stores
         self._dim = dim
         self._ready = ready  # the first full pass is done
         self._due = publisher is not None  # the start-up state, once repaired
-        self._retry_at = 0.0
+        self._not_before = 0.0
         self.published_at: str | None = None
         self.failures = 0
         self.last_error: str | None = None
@@ -59,7 +64,7 @@ class Publishing:
             publisher is None
             or not self._due
             or not self._ready()
-            or time.monotonic() < self._retry_at
+            or time.monotonic() < self._not_before
         ):
             return
         started = time.perf_counter()
@@ -68,12 +73,13 @@ class Publishing:
         except Exception as exc:  # the object store is down, or refuses a write
             self.failures += 1
             self.last_error = str(exc)
-            self._retry_at = time.monotonic() + PUBLISH_RETRY_SECONDS
+            self._not_before = time.monotonic() + PUBLISH_RETRY_SECONDS
             log.warning("publish_failed", error=str(exc), retry_in=PUBLISH_RETRY_SECONDS)
             return
         self._due = False
         self.last_error = None
         self.published_at = format_time(datetime.now(UTC))
+        self._not_before = time.monotonic() + self._min_interval
         self._keep_published()
         log.info(
             "published",
