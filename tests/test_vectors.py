@@ -464,3 +464,19 @@ def test_a_handle_pinned_to_a_version_stays_there_on_refresh(
 
     assert pinned.count() == 3
     assert VectorStore.open_readonly(tmp_path / "lancedb").count() == 5
+
+
+def test_retraining_rebuilds_an_existing_vector_index_over_the_rows_now(
+    store: VectorStore, rng: np.random.Generator
+) -> None:
+    rows = make_rows("docs:a.md", 40, rng)
+    store.replace_documents(["docs:a.md"], rows, new=["docs:a.md"])
+    assert store.retrain_vector_index() is False  # no index yet: nothing to retrain
+    assert store.ensure_vector_index(min_rows=10)
+    replaced = make_rows("docs:a.md", 40, rng)  # the same ids, another "model's" vectors
+    store.upsert(replaced)
+
+    assert store.retrain_vector_index() is True
+
+    assert store.has_vector_index()
+    assert store.search(replaced[5].vector, limit=1)[0][0] == replaced[5].chunk_id

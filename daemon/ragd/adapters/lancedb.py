@@ -40,6 +40,7 @@ from ragd.adapters.arrow import (
     vector_dim,
     vector_schema,
 )
+from ragd.adapters.object_store import OBJECT_STORE_HINT
 from ragd.errors import StoreError
 
 if TYPE_CHECKING:
@@ -57,10 +58,6 @@ INDEX_CACHE_BYTES = 256 << 20
 # Where a database lives: a local directory, or an "s3://bucket/prefix" URI whose endpoint
 # and credentials LanceDB reads from the standard AWS environment variables.
 VectorLocation = Path | str
-OBJECT_STORE_HINT = (
-    "check that the object store answers at AWS_ENDPOINT_URL and that AWS_ACCESS_KEY_ID, "
-    "AWS_SECRET_ACCESS_KEY and AWS_REGION are right"
-)
 # LanceDB surfaces I/O, commit-conflict and predicate failures as these types.
 _LANCE_ERRORS = (OSError, RuntimeError, ValueError)
 # Holding chunk ids by row id leans on how Lance numbers rows: a row keeps its id, an id is

@@ -29,6 +29,10 @@ CONNECT_TIMEOUT = 5.0
 REQUEST_TIMEOUT = 60.0
 COPY_BLOCK = 1 << 20
 TRUE = ("1", "true", "yes", "on")
+OBJECT_STORE_HINT = (
+    "check that the object store answers at AWS_ENDPOINT_URL and that AWS_ACCESS_KEY_ID, "
+    "AWS_SECRET_ACCESS_KEY and AWS_REGION are right"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +86,23 @@ def s3_options(environ: Mapping[str, str]) -> dict[str, object]:
     return options
 
 
+# The AWS variables as lance (LanceDB's format, under Ray) names its storage options, for
+# processes on other machines, whose environment ragd does not set.
+_LANCE_OPTIONS = {
+    "AWS_ACCESS_KEY_ID": "aws_access_key_id",
+    "AWS_SECRET_ACCESS_KEY": "aws_secret_access_key",
+    "AWS_SESSION_TOKEN": "aws_session_token",
+    "AWS_REGION": "aws_region",
+    "AWS_ENDPOINT_URL": "aws_endpoint",
+    "AWS_ALLOW_HTTP": "allow_http",
+}
+
+
+def lance_options(environ: Mapping[str, str]) -> dict[str, str]:
+    """The AWS variables that are set, as lance's storage options."""
+    return {option: environ[var] for var, option in _LANCE_OPTIONS.items() if environ.get(var)}
+
+
 class ObjectStore:
     """Objects under one location, through one S3 client."""
 
@@ -99,7 +120,9 @@ class ObjectStore:
         try:
             yield
         except OSError as exc:  # pyarrow raises OSError (and subclasses) for S3 failures
-            raise StoreError(f"cannot {action} {self.location.uri}/{name}: {exc}") from exc
+            raise StoreError(
+                f"cannot {action} {self.location.uri}/{name}: {exc}", hint=OBJECT_STORE_HINT
+            ) from exc
 
     def put_bytes(self, name: str, data: bytes) -> None:
         """Write one object whole."""

@@ -13,6 +13,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, get_args
@@ -25,6 +26,7 @@ from ragd.cli.text import (
     eval_text,
     index_summary,
     query_text,
+    reembed_summary,
     stale_text,
     status_text,
     verdict,
@@ -110,6 +112,7 @@ def cli() -> None:
 
     \b
     ragd index              bring the index in step with the sources (incremental)
+    ragd reembed            after a model change: re-embed stored chunk texts (--ray)
     ragd query "text"       search it; hits carry indexed_at and stale flags
     ragd status             what is indexed, failed, stale; whether the stores agree
     ragd eval GOLD.jsonl    measure retrieval (recall@k, MRR, nDCG, abstention)
@@ -192,6 +195,126 @@ def _poll_once(indexer: Indexer, source: SourceConfig) -> IndexReport:
         err=True,
     )
     return applied
+
+
+@cli.command()
+@_shared_options
+@click.option(
+    "--ray",
+    "on_ray",
+    is_flag=True,
+    help="Embed on a Ray cluster with Ray Data (the extra: pip install -e '.[ray]'): the one "
+    "at --ray-address or [cluster] ray_address, else a local Ray started for the run.",
+)
+@click.option(
+    "--ray-address",
+    metavar="ADDR",
+    help="The Ray cluster to join (implies --ray): ray://HOST:10001, HOST:6379 or auto.",
+)
+@click.option(
+    "--ray-cpus",
+    type=click.IntRange(2, 4096),
+    metavar="N",
+    help="CPUs of a local Ray (default: all of this machine's); one is kept for reading "
+    "and writing, the others each run a model.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary on stdout.")
+@click.pass_obj
+def reembed(
+    state: _State, on_ray: bool, ray_address: str | None, ray_cpus: int | None, as_json: bool
+) -> int:
+    """Re-embed every chunk whose vector the current models lack, then switch to them.
+
+    \b
+    After a change of [embedding] model or [rerank] model, every document is indexed
+    under another fingerprint. Rather than re-reading and re-chunking every file (what
+    `ragd index` would do), this embeds the chunk texts the manifest already holds: each
+    distinct text once, in batches whose vectors are stored as they come, so a run that
+    is stopped or fails is finished by the next. Then it switches in one step: the new
+    vectors in LanceDB (one commit per stage), then the chunks' keys and the documents'
+    fingerprints in one manifest transaction. A first-stage model of another width
+    rebuilds the vector table: vector search finds nothing until that commit.
+
+    \b
+    Only documents chunked exactly as the current [chunking] settings and ragd version
+    would chunk them switch; the others are counted as left, for `ragd index`. Second-
+    stage vectors the current [rerank] model lacks are embedded too. Holds the writer
+    lock: stop `ragd serve` first. Afterwards `ragd index` embeds nothing.
+
+    \b
+    With --ray, the texts go to Ray Data as a Lance dataset under data_dir/reembed/ (with
+    [storage] uri: under that prefix, where every node reaches it), are embedded by one
+    model per Ray actor, and come back the same way. It joins [cluster] ray_address (or
+    --ray-address), else starts a local Ray; the cluster's nodes need ragd (with the
+    extra) installed and the models at the same paths.
+    """
+    from ragd.adapters.object_store import lance_options
+    from ragd.indexing.reembed import reembed as run_reembed
+    from ragd.indexing.reembed_backends import LocalBackend, RayBackend, RayCluster, Scratch
+    from ragd.indexing.workers import worker_count
+
+    runtime = state.runtime()
+    ray = on_ray or ray_address is not None
+    address = ray_address or (runtime.config.cluster.ray_address if ray else None)
+    progress = _ReembedProgress("on Ray" if ray else "locally")
+    publisher = runtime.publisher()
+    cluster = RayCluster(address, num_cpus=None if address else ray_cpus)
+    # A cluster's nodes reach the object store, not this machine's disk.
+    storage = runtime.config.storage.uri
+    scratch = (
+        Scratch(str(runtime.data_dir.root / "reembed"))
+        if storage is None
+        else Scratch(f"{storage}/reembed", lance_options(os.environ))
+    )
+    with (
+        runtime.indexer(second_threads=worker_count()) as indexer,
+        RayBackend(cluster, scratch) if ray else nullcontext(LocalBackend()) as backend,
+    ):
+        report = run_reembed(
+            indexer.stores,
+            indexer.pipeline,
+            indexer.embedder,
+            # On Ray each actor has one CPU: the model's single-threaded copy.
+            runtime.second_stage if ray else indexer.second,
+            backend,
+            progress=progress,
+            cleanup_older_than=indexer.cleanup_older_than,
+            faults=indexer.pipeline.faults,
+            keep_published=None if publisher is None else publisher.oldest_versions(),
+        )
+        progress.finish()
+        if publisher is not None and (report.documents_switched or report.chunks_rekeyed):
+            published = publisher.publish(indexer.stores.vector_versions(runtime.embedder.dim))
+            click.echo(
+                f"published generation {published.number} to {publisher.store.location.uri}",
+                err=True,
+            )
+    click.echo(json.dumps(report.to_json(), indent=2) if as_json else reembed_summary(report))
+    return EXIT_OK
+
+
+class _ReembedProgress:
+    """`ragd reembed`'s progress on stderr: a line per stage with something to embed,
+    then a bar (a terminal) or a line every few seconds."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+        self._bars: dict[str, Progress] = {}
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        bar = self._bars.get(stage)
+        if bar is None:
+            for earlier in self._bars.values():
+                earlier.finish()
+            click.echo(f"ragd: re-embedding {total} texts ({stage} stage) {self.where}", err=True)
+            label = f"re-embedding ({stage} stage)"
+            bar = self._bars[stage] = Progress(sys.stderr, label=label, unit="texts")
+        if done:
+            bar(done, total)
+
+    def finish(self) -> None:
+        for bar in self._bars.values():
+            bar.finish()
 
 
 @cli.command()

@@ -18,6 +18,7 @@ import click
 from ragd.search.ages import relative_time
 
 if TYPE_CHECKING:  # only for annotations: `ragd status` should not import the engine
+    from ragd.indexing.reembed import ReembedReport
     from ragd.indexing.report import IndexReport
     from ragd.search.evaluation import ModeReport
     from ragd.search.searcher import SearchResponse
@@ -64,6 +65,20 @@ def index_summary(report: IndexReport) -> str:
         )
     reconciled = " (after reconciling the stores)" if report.reconciled else ""
     lines.append(f"took {report.seconds:.2f}s{reconciled}")
+    return "\n".join(lines)
+
+
+def reembed_summary(report: ReembedReport) -> str:
+    where = "on Ray" if report.backend == "ray" else report.backend
+    lines = [
+        f"texts embedded: {report.first_texts} first stage, {report.second_texts} second "
+        f"stage ({where})",
+        f"documents: {report.documents_switched} switched to the current models, "
+        f"{report.documents_left} left for `ragd index`",
+        f"chunks:    {report.chunks_rekeyed} re-keyed"
+        + (" (the vector table was rebuilt)" if report.table_rebuilt else ""),
+        f"took {report.seconds:.2f}s",
+    ]
     return "\n".join(lines)
 
 

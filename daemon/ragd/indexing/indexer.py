@@ -336,6 +336,9 @@ class Indexer:
     def _begin(self, *, reconcile: bool) -> IndexReport:
         self._pass = self._new_pass()
         report = self._pass.report
+        # Before any document is settled under the fingerprint: `ragd reembed` re-keys
+        # documents of another fingerprint with the same chunk recipe without re-chunking.
+        self.manifest.record_recipe(self.pipeline.fingerprint, self.pipeline.chunk_recipe)
         if reconcile or not self.manifest.is_clean():
             self.reconcile()
             report.reconciled = True

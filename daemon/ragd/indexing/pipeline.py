@@ -94,17 +94,27 @@ class Pipeline:
     @cached_property  # asked once per document on every pass: 38k JSON dumps cost 0.4 s
     def fingerprint(self) -> str:
         """Changes whenever re-processing could produce different chunks or vectors."""
-        recipe = {
-            "model": self.model_identity,
+        recipe: dict[str, object] = {"model": self.model_identity, **self._chunking_recipe()}
+        # Absent when off, so fingerprints from before the second stage still hold.
+        if self.second_identity is not None:
+            recipe["second_stage"] = self.second_identity
+        return _digest(recipe)
+
+    @cached_property
+    def chunk_recipe(self) -> str:
+        """Changes whenever re-processing could produce different chunks; the models play
+        no part. Two fingerprints with the same chunk recipe cut a document into the same
+        chunks, so a model change alone can re-embed them without parsing anything again
+        (ragd.indexing.reembed)."""
+        return _digest(self._chunking_recipe())
+
+    def _chunking_recipe(self) -> dict[str, object]:
+        return {
             "parser": PARSER_VERSION,
             "chunker": CHUNKER_VERSION,
             "max_chars": self.chunking.max_chars,
             "overlap": self.chunking.overlap,
         }
-        # Absent when off, so fingerprints from before the second stage still hold.
-        if self.second_identity is not None:
-            recipe["second_stage"] = self.second_identity
-        return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
 
     def process(
         self, data: bytes, filename: str, doc_id: str, *, title: str | None = None
@@ -141,6 +151,10 @@ class Pipeline:
                 for c in chunks
             ),
         )
+
+
+def _digest(recipe: dict[str, object]) -> str:
+    return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def manifest_keyword_rows(manifest: ManifestReader) -> Iterator[KeywordRow]:

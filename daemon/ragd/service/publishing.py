@@ -4,10 +4,11 @@ Owns when `ragd serve` publishes a generation: once a commit, a compaction or
 second-stage vectors have changed what replicas would read, on the writer's thread
 between commits (so the stores it copies agree), not before the first full pass has
 repaired whatever a crash left, and not more often than replicas look for one
-([storage] refresh_interval): a burst of edits makes one generation, not one each. A publish that fails (the object store down) is logged,
-counted and tried again PUBLISH_RETRY_SECONDS later; the daemon goes on. It also keeps
-the writer's LanceDB cleanups off the versions published generations name, and says
-what it last did for /v1/status.
+([storage] refresh_interval): a burst of edits makes one generation, not one each. A
+publish that fails (the object store down) is logged, counted and tried again
+PUBLISH_RETRY_SECONDS later; the daemon goes on. It also keeps the writer's LanceDB
+cleanups off the versions published generations name, and says what it last did for
+/v1/status.
 """
 
 from __future__ import annotations

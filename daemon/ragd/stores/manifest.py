@@ -61,6 +61,19 @@ class Manifest(ManifestReader):
         """Record that the last writer finished with the stores in agreement."""
         self.set_meta("writer_clean", "1")
 
+    def mark_unclean(self) -> None:
+        """Record that the stores are about to be written out of the usual order, so that a
+        crash before `mark_clean` has the next writer reconcile them."""
+        self.set_meta("writer_clean", "0")
+
+    def record_recipe(self, fingerprint: str, recipe: str) -> None:
+        """Remember the chunk recipe of a pipeline fingerprint. A fingerprint hashes its
+        recipe, so the pair never changes: written once, and a pass that finds it (every
+        pass but the first under a fingerprint) pays for no commit."""
+        key = f"recipe:{fingerprint}"
+        if self.get_meta(key) != recipe:
+            self.set_meta(key, recipe)
+
     # -- documents ------------------------------------------------------------------------
 
     def mark_pending(self, docs: Iterable[tuple[str, str, str, str, str]]) -> None:
@@ -115,6 +128,25 @@ class Manifest(ManifestReader):
                 "INSERT INTO chunks (chunk_id, doc_id, ordinal, heading_path, text, embed_key, "
                 "second_key) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [_chunk_row(c) for w in kept for c in w.chunks],
+            )
+
+    def switch_embeddings(
+        self,
+        chunks: Sequence[tuple[str, str, str | None]],
+        fingerprints: Sequence[tuple[str, str]],
+    ) -> None:
+        """Re-key chunks to vectors already written and settle documents under a new
+        fingerprint, in one transaction: (chunk_id, embed_key, second_key) and (doc_id,
+        fingerprint). Only the keys and the fingerprint change; what re-embedding
+        (ragd.indexing.reembed) leaves alone, the chunk ids and texts, stays."""
+        with self._transaction() as conn:
+            conn.executemany(
+                "UPDATE chunks SET embed_key = ?, second_key = ? WHERE chunk_id = ?",
+                [(key, second, chunk_id) for chunk_id, key, second in chunks],
+            )
+            conn.executemany(
+                "UPDATE documents SET fingerprint = ? WHERE doc_id = ?",
+                [(fingerprint, doc_id) for doc_id, fingerprint in fingerprints],
             )
 
     def confirm_unchanged(

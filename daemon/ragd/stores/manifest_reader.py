@@ -64,6 +64,15 @@ class ManifestReader:
         """When the last complete indexing pass over every source finished."""
         return self.get_meta("last_full_scan_at")
 
+    def chunk_recipes(self) -> dict[str, str]:
+        """The chunk recipe of each pipeline fingerprint a writer has indexed under (meta
+        keys 'recipe:<fingerprint>'): documents of two fingerprints with one recipe were cut
+        into the same chunks (ragd.indexing.pipeline.Pipeline.chunk_recipe)."""
+        rows = self._conn.execute(
+            "SELECT substr(key, 8), value FROM meta WHERE key LIKE 'recipe:%'"
+        )
+        return {fingerprint: recipe for fingerprint, recipe in rows}
+
     # -- documents ------------------------------------------------------------------------
 
     def documents(self, source: str | None = None) -> list[DocumentRecord]:
@@ -234,6 +243,13 @@ class ManifestReader:
         """How many chunks the manifest lists."""
         return int(self._conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])
 
+    def all_chunks(self) -> Iterator[ChunkRecord]:
+        """Every chunk, in document order (doc_id, then ordinal), read as it is consumed."""
+        rows = self._conn.execute(
+            f"SELECT {self._chunk_columns} FROM chunks ORDER BY doc_id, ordinal"
+        )
+        return (_chunk(row) for row in rows)
+
     # -- embedding cache ------------------------------------------------------------------
 
     def cached_vectors(self, embed_keys: Collection[str]) -> dict[str, Vector]:
@@ -245,6 +261,19 @@ class ManifestReader:
                 f"SELECT embed_key, vector FROM vectors WHERE embed_key IN ({marks})", batch
             ):
                 found[key] = np.frombuffer(blob, dtype=np.float32)
+        return found
+
+    def stored_keys(self, embed_keys: Collection[str]) -> set[str]:
+        """Those of the embedding keys whose vector is stored (no vector is read)."""
+        found: set[str] = set()
+        for batch in _batches(list(embed_keys), 500):
+            marks = ",".join("?" * len(batch))
+            found.update(
+                r[0]
+                for r in self._conn.execute(
+                    f"SELECT embed_key FROM vectors WHERE embed_key IN ({marks})", batch
+                )
+            )
         return found
 
     # -- second stage ---------------------------------------------------------------------

@@ -168,6 +168,11 @@ class VectorStore:
         return vector_tables(directory)
 
     @staticmethod
+    def drop(directory: VectorLocation, name: str) -> None:
+        """Remove table `name` (its rows are derived; the caller writes them again)."""
+        drop_vector_table(directory, name)
+
+    @staticmethod
     def drop_second_stage_tables(directory: VectorLocation, *, keep: str | None) -> list[str]:
         """Drop every second-stage table but `keep` (vectors of models no longer used;
         derived data); returns the names dropped."""
@@ -332,6 +337,18 @@ class VectorStore:
     def has_vector_index(self) -> bool:
         """Whether the vector column has an ANN index (searches then use it)."""
         return self._rows is not None and self._rows.has_index("vector")
+
+    def retrain_vector_index(self) -> bool:
+        """Build the vector index again over the rows as they are now, if there is one:
+        after every vector was replaced by another model's, the old partitions (trained
+        on the old model's vectors) would send searches to the wrong rows. True if built."""
+        if not self.has_vector_index():
+            return False
+        rows = self.count()
+        partitions = max(1, rows // ROWS_PER_PARTITION)
+        self._writer_table().create_index("vector", IvfSqIndex(partitions, IVF_SAMPLE_RATE))
+        self._writer_table().set_field_metadata("vector", {BUILT_FOR: str(rows)})
+        return True
 
     def ensure_vector_index(self, min_rows: int = VECTOR_INDEX_MIN_ROWS) -> bool:
         """Build the IVF_SQ vector index once the table holds `min_rows` rows, and again
