@@ -94,6 +94,8 @@ def test_the_rules_read_only_gauges_ragd_serves() -> None:
         for family in text_string_to_metric_families(Metrics(lambda: snapshot).render().decode())
     }
 
+    replica = Metrics(lambda: snapshot, replica=lambda: (3, 0.0)).render().decode()
+    replica_served = {family.name for family in text_string_to_metric_families(replica)}
     used = {name for alert in _alerts() for name in re.findall(r"\bragd_\w+", alert["expr"])}
 
     assert used == {
@@ -103,5 +105,6 @@ def test_the_rules_read_only_gauges_ragd_serves() -> None:
         "ragd_last_scan_timestamp_seconds",
         "ragd_documents_failed",
         "ragd_watcher_degraded",
+        "ragd_replica_lag_seconds",
     }
-    assert used <= served
+    assert used <= served | replica_served

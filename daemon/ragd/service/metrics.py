@@ -84,7 +84,8 @@ class _IndexCollector(Collector):
             )
             yield GaugeMetricFamily(
                 "ragd_replica_lag_seconds",
-                "Time since the generation a read replica serves was published",
+                "How long a read replica has known of a newer generation than the one it "
+                "serves (0 while it serves the newest it has seen)",
                 value=served[1],
             )
         yield GaugeMetricFamily(

@@ -57,6 +57,9 @@ class ServedGeneration:
         self.latest_seen: int | None = None
         self.last_checked_at: datetime | None = None
         self.last_error: str | None = None
+        # When this replica first saw a generation newer than the one it serves: its lag
+        # behind the writer runs from then (None while it serves the newest it has seen).
+        self._behind_since: datetime | None = None
 
     def current(self) -> Served:
         """The generation being served; NotReady before the first."""
@@ -74,12 +77,15 @@ class ServedGeneration:
         leaves the current generation served."""
         try:
             latest = self.replica.latest()
-            self.last_checked_at = datetime.now(UTC)
+            self.last_checked_at = now = datetime.now(UTC)
             self.latest_seen = latest
             served = self._current
             if latest is None or (served is not None and latest <= served.number):
                 self.last_error = None
+                self._behind_since = None
                 return False
+            if self._behind_since is None:
+                self._behind_since = now
             fresh = self._open(self.replica.fetch(latest))
         except RagdError as exc:
             self.last_error = str(exc)
@@ -89,6 +95,7 @@ class ServedGeneration:
         with self._lock:
             retired, self._retired = self._retired, self._current
             self._current = fresh
+        self._behind_since = None
         if retired is not None:
             retired.readers.close()
         keep = {s.number for s in (self._current, self._retired) if s is not None}
@@ -128,6 +135,12 @@ class ServedGeneration:
     def document(self, doc_id: str, max_chars: int) -> ParentHit | None:
         return self.current().readers.document(doc_id, max_chars)
 
+    def lag_seconds(self, now: datetime) -> float:
+        """How long this replica has known of a newer generation than the one it serves
+        (0 while it serves the newest it has seen; it looks every refresh_interval)."""
+        since = self._behind_since
+        return 0.0 if since is None else max((now - since).total_seconds(), 0.0)
+
     def describe(self, now: datetime) -> dict[str, object]:
         """The replica's section of the status report: what it serves and how far behind."""
         served = self._current
@@ -135,9 +148,10 @@ class ServedGeneration:
         return {
             "generation": None if served is None else served.number,
             "published_at": published,
-            "lag_seconds": None
+            "generation_age_seconds": None
             if published is None
             else round(max((now - parse_time(published)).total_seconds(), 0.0), 3),
+            "lag_seconds": round(self.lag_seconds(now), 3),
             "latest_generation": self.latest_seen,
             "behind": 0
             if served is None or self.latest_seen is None

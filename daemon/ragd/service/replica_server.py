@@ -35,7 +35,7 @@ from ragd.service.scrape import source_gauges
 from ragd.service.status_page import AGE_EDGES, MAX_LISTED, render_status_page
 from ragd.service.stopping import StopSignal
 from ragd.sources.cms.formats import WebhookRequest
-from ragd.stores.records import format_time, parse_time
+from ragd.stores.records import format_time
 from ragd.stores.replica import Replica
 
 log = get_logger("ragd.replica")
@@ -138,12 +138,11 @@ class ReplicaBackend:
         )
 
     def _replica_gauges(self) -> tuple[int, float] | None:
-        described = self.served.describe(datetime.now(UTC))
-        generation, published = described["generation"], described["published_at"]
-        if not isinstance(generation, int) or not isinstance(published, str):
+        try:
+            generation = self.served.current().number
+        except NotReady:
             return None
-        lag = (datetime.now(UTC) - parse_time(published)).total_seconds()
-        return generation, max(lag, 0.0)
+        return generation, self.served.lag_seconds(datetime.now(UTC))
 
 
 class ReplicaServer:
