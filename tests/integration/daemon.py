@@ -12,6 +12,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -69,6 +70,33 @@ def wait_until(predicate: Callable[[], Any], timeout: float, interval: float = 0
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met within {timeout}s")
         time.sleep(interval)
+
+
+class NotifySocket:
+    """An abstract unix datagram socket standing in for systemd's: pass `env` to a
+    `ragd serve`, then wait for what it says (READY=1, WATCHDOG=1, STOPPING=1)."""
+
+    def __init__(self) -> None:
+        name = f"ragd-test-{uuid.uuid4().hex}"
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self._sock.bind("\0" + name)
+        self._sock.settimeout(1.0)
+        # The watchdog asks for a ping at least every second.
+        self.env = {"NOTIFY_SOCKET": "@" + name, "WATCHDOG_USEC": "2000000"}
+        self.seen: list[str] = []
+
+    def receive_until(self, message: str, timeout: float) -> None:
+        """Wait until `message` has been sent; AssertionError with what was, if not."""
+        deadline = time.monotonic() + timeout
+        while message not in self.seen and time.monotonic() < deadline:
+            try:
+                self.seen.extend(self._sock.recv(4096).decode().split("\n"))
+            except TimeoutError:
+                continue
+        assert message in self.seen, self.seen
+
+    def close(self) -> None:
+        self._sock.close()
 
 
 class Served:

@@ -259,40 +259,23 @@ def test_a_reader_before_any_generation_is_not_ready_and_says_why(
 
 
 def test_a_reader_tells_systemd_ready_watchdog_and_stopping(tmp_path: Path, s3_uri: str) -> None:
-    import socket
-    import uuid
+    from tests.integration.daemon import NotifySocket, small_root
 
-    from tests.integration.daemon import small_root
-
-    name = f"ragd-test-{uuid.uuid4().hex}"
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    sock.bind("\0" + name)
-    sock.settimeout(1.0)
+    systemd = NotifySocket()
     reader = Served(
         tmp_path / "reader",
         small_root(tmp_path / "docs", files=2),
         sections=storage_section(s3_uri),
         reader=True,
-        env={"NOTIFY_SOCKET": "@" + name, "WATCHDOG_USEC": "2000000"},
+        env=systemd.env,
     )
-    seen: list[str] = []
-
-    def receive_until(message: str, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while message not in seen and time.monotonic() < deadline:
-            try:
-                seen.extend(sock.recv(4096).decode().split("\n"))
-            except TimeoutError:
-                continue
-        assert message in seen, seen
-
     try:
         reader.start()
-        receive_until("READY=1", 60)
-        receive_until("WATCHDOG=1", 10)
+        systemd.receive_until("READY=1", 60)
+        systemd.receive_until("WATCHDOG=1", 10)
         reader.signal(signal.SIGTERM)
-        receive_until("STOPPING=1", 10)
+        systemd.receive_until("STOPPING=1", 10)
         assert reader.wait_exit(10) == 0
     finally:
         reader.stop()
-        sock.close()
+        systemd.close()

@@ -7,14 +7,13 @@ import os
 import signal
 import socket
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from ragd.stores.manifest_reader import ManifestReader
-from tests.integration.daemon import Served, small_root, wait_until
+from tests.integration.daemon import NotifySocket, Served, small_root, wait_until
 
 
 @pytest.fixture
@@ -205,36 +204,18 @@ def test_changes_made_while_stopped_are_found_though_the_listing_was_known_uncha
 
 
 def test_sd_notify_ready_watchdog_and_stopping(tmp_path: Path) -> None:
-    name = f"ragd-test-{uuid.uuid4().hex}"
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    sock.bind("\0" + name)
-    sock.settimeout(1.0)
-    daemon = Served(
-        tmp_path,
-        small_root(tmp_path / "docs", 5),
-        env={"NOTIFY_SOCKET": "@" + name, "WATCHDOG_USEC": "2000000"},
-    )
-    seen: list[str] = []
-
-    def receive_until(message: str, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while message not in seen and time.monotonic() < deadline:
-            try:
-                seen.extend(sock.recv(4096).decode().split("\n"))
-            except TimeoutError:
-                continue
-        assert message in seen, seen
-
+    systemd = NotifySocket()
+    daemon = Served(tmp_path, small_root(tmp_path / "docs", 5), env=systemd.env)
     try:
         daemon.start()
-        receive_until("READY=1", 60)
-        receive_until("WATCHDOG=1", 10)
+        systemd.receive_until("READY=1", 60)
+        systemd.receive_until("WATCHDOG=1", 10)
         daemon.signal(signal.SIGTERM)
-        receive_until("STOPPING=1", 10)
+        systemd.receive_until("STOPPING=1", 10)
         assert daemon.wait_exit(10) == 0
     finally:
         daemon.stop()
-        sock.close()
+        systemd.close()
 
 
 def test_http_query_with_expand_returns_each_hits_section(served: Served) -> None:

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any
 
 from ragd.search.results import QueryRequest
 from ragd.search.status import StatusReport
@@ -26,13 +26,11 @@ from ragd.service.runtime import Runtime
 from ragd.service.scheduler import Scheduler
 from ragd.service.scrape import Scraper
 from ragd.service.second_stage_filler import SecondStageFiller
-from ragd.service.status_page import AGE_EDGES, MAX_LISTED, render_status_page
 from ragd.service.webhook_intake import WebhookIntake
 from ragd.service.writer import Writer
 from ragd.sources.cms.formats import WebhookRequest
 from ragd.sources.watcher import Watcher
 from ragd.stores.jobs import JobQueue
-from ragd.stores.records import format_time
 
 log = get_logger("ragd.service")
 
@@ -159,20 +157,6 @@ class ServiceBackend:
         return self.metrics.render()
 
     def status_page(self) -> str:
-        """The status page (ragd.service.status_page) from the same report as /v1/status."""
-        report = self.status()
-        now = datetime.now(UTC)
-        thresholds = [format_time(now - age) for age in AGE_EDGES]
-        sources = cast(list[dict[str, Any]], report["sources"])
+        """The status page from the same report as /v1/status, with the writer's events."""
         events = self.writer.stats.recent_events()
-        listed = [
-            f"{source['name']}:{doc['path']}"
-            for source in sources
-            for field in ("stale_documents", "failed_documents")
-            for doc in source[field][:MAX_LISTED]
-        ] + [event.doc_id for event in events]
-        with self.readers.lock:
-            freshness = self.readers.manifest.confirmed_ages(thresholds)
-            found = [self.readers.manifest.document(doc_id) for doc_id in set(listed)]
-        documents = {doc.doc_id: (doc.uri, doc.title) for doc in found if doc is not None}
-        return render_status_page(report, freshness, events, documents, now)
+        return self.readers.status_page(self.status(), events, datetime.now(UTC))

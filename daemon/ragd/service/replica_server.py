@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import Any, cast
+from typing import Any
 
 from ragd.adapters.object_store import object_store
 from ragd.errors import ConfigError
@@ -32,10 +32,8 @@ from ragd.service.notify import Notifier
 from ragd.service.replica import NotReady, ServedGeneration
 from ragd.service.runtime import Runtime
 from ragd.service.scrape import source_gauges
-from ragd.service.status_page import AGE_EDGES, MAX_LISTED, render_status_page
 from ragd.service.stopping import StopSignal
 from ragd.sources.cms.formats import WebhookRequest
-from ragd.stores.records import format_time
 from ragd.stores.replica import Replica
 
 log = get_logger("ragd.replica")
@@ -103,22 +101,9 @@ class ReplicaBackend:
         return self.metrics.render()
 
     def status_page(self) -> str:
-        report = self.status()
-        now = datetime.now(UTC)
-        thresholds = [format_time(now - age) for age in AGE_EDGES]
-        sources = cast(list[dict[str, Any]], report["sources"])
-        listed = [
-            f"{source['name']}:{doc['path']}"
-            for source in sources
-            for field in ("stale_documents", "failed_documents")
-            for doc in source[field][:MAX_LISTED]
-        ]
+        """The status page of the served generation (a replica has no writer events)."""
         readers = self.served.current().readers
-        with readers.lock:
-            freshness = readers.manifest.confirmed_ages(thresholds)
-            found = [readers.manifest.document(doc_id) for doc_id in set(listed)]
-        documents = {doc.doc_id: (doc.uri, doc.title) for doc in found if doc is not None}
-        return render_status_page(report, freshness, [], documents, now)
+        return readers.status_page(self.status(), [], datetime.now(UTC))
 
     def _snapshot(self) -> Snapshot:
         now = datetime.now(UTC)
