@@ -35,7 +35,7 @@ def test_location_names_children_below_its_prefix() -> None:
     assert location.path == "bucket/some/prefix"
 
 
-@pytest.mark.parametrize("uri", ["bucket/prefix", "s3://bucket/prefix/", "file:///tmp/x"])
+@pytest.mark.parametrize("uri", ["bucket/prefix", "s3://bucket/prefix/", "file:///srv/index"])
 def test_location_refuses_what_is_not_an_s3_prefix(uri: str) -> None:
     with pytest.raises(ValueError, match="not an s3://bucket/prefix URI"):
         ObjectLocation(uri)

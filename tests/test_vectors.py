@@ -480,3 +480,15 @@ def test_retraining_rebuilds_an_existing_vector_index_over_the_rows_now(
 
     assert store.has_vector_index()
     assert store.search(replaced[5].vector, limit=1)[0][0] == replaced[5].chunk_id
+
+
+def test_a_table_absent_from_a_generation_reads_empty_even_once_it_exists(
+    tmp_path: Path, store: VectorStore, rng: np.random.Generator
+) -> None:
+    absent = VectorStore.absent(tmp_path / "lancedb", "chunks")
+    store.replace_documents(["docs:a.md"], make_rows("docs:a.md", 3, rng), new=["docs:a.md"])
+
+    absent.refresh()
+
+    assert absent.count() == 0 and absent.chunk_ids() == set()
+    assert absent.search(np.ones(DIM, dtype=np.float32), limit=5) == []

@@ -173,7 +173,7 @@ class Runtime:
         A table the generation does not name did not exist when it was published."""
         version = None if self.pinned is None else self.pinned.get(table)
         if self.pinned is not None and version is None:
-            return VectorStore.open_readonly(self.data_dir.root / "no-vectors", name=table)
+            return VectorStore.absent(self.data_dir.lancedb, table)
         return VectorStore.open_readonly(
             self.data_dir.lancedb, name=table, ids_in_memory=ids_in_memory, version=version
         )

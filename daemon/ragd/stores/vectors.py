@@ -212,6 +212,12 @@ class VectorStore:
             pinned=version is not None,
         )
 
+    @classmethod
+    def absent(cls, directory: VectorLocation, name: str) -> VectorStore:
+        """A read-only handle on a table that did not exist at the version being read
+        (a replica's generation from before it was made): it reads as empty, and stays so."""
+        return cls(directory, None, writable=False, hold_ids=False, name=name, pinned=True)
+
     @property
     def name(self) -> str:
         """The table's name."""
