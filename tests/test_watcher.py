@@ -1,8 +1,9 @@
 """The file watcher, against a real filesystem and a real watchdog (inotify) observer.
 
 Negative assertions ("nothing else arrived") use a cookie, as watchman does: after the
-action, write a selected sentinel file and wait for its change; anything the action
-caused has settled by then, since it happened first and settles just as fast.
+action, make a sentinel directory and wait for its change. A directory's creation is not
+final, so it settles; anything the action caused has settled by then, since it happened
+first and settles just as fast (or was final, and went out at once).
 """
 
 from __future__ import annotations
@@ -68,11 +69,11 @@ class Recorder:
         self.wait_for(lambda: self.count(key, is_dir=is_dir) > 0, timeout)
 
     def sync(self, root: Path) -> None:
-        """Write a cookie file and wait for it: everything done before it has settled."""
+        """Make a cookie directory and wait for it: everything done before it has settled."""
         self._cookies += 1
-        name = f"cookie-{self._cookies}.md"
-        (root / name).write_text("cookie")
-        self.wait_change(name)
+        name = f"cookie-{self._cookies}"
+        (root / name).mkdir()
+        self.wait_change(name, is_dir=True)
         time.sleep(2 * ragd.sources.watcher.TICK_SECONDS)  # same-tick stragglers land too
 
     def non_cookie_changes(self) -> list[Change]:
@@ -248,14 +249,74 @@ def test_directory_renamed_inside_the_root_reports_both_ends(
     assert recorder.count("new", is_dir=True) == 1
 
 
+def test_a_file_closed_after_writing_is_emitted_without_waiting_to_settle(
+    root: Path, recorder: Recorder, start_watcher: Any
+) -> None:
+    start_watcher(root, settle=30.0, ceiling=30.0)
+    began = time.monotonic()
+
+    (root / "a.md").write_text("done")
+    recorder.wait_change("a.md", timeout=5.0)
+
+    assert time.monotonic() - began < 1.0
+    assert recorder.changes() == [Change("docs", "a.md", is_dir=False)]
+
+
+def test_a_file_renamed_into_place_is_emitted_without_waiting_to_settle(
+    root: Path, recorder: Recorder, start_watcher: Any
+) -> None:
+    temp = root / ".a.md.tmp"
+    temp.write_text("done")
+    start_watcher(root, settle=30.0, ceiling=30.0)
+    began = time.monotonic()
+
+    os.replace(temp, root / "a.md")
+    recorder.wait_change("a.md", timeout=5.0)
+
+    assert time.monotonic() - began < 1.0
+    assert recorder.changes() == [Change("docs", "a.md", is_dir=False)]
+
+
+def test_a_file_still_being_written_waits_until_it_is_closed(
+    root: Path, recorder: Recorder, start_watcher: Any
+) -> None:
+    start_watcher(root, settle=30.0, ceiling=30.0)
+    with (root / "a.md").open("w") as writing:
+        writing.write("# Half")
+        writing.flush()
+        time.sleep(0.5)  # ten ticks: a final event would have gone out
+        assert recorder.changes() == []
+        writing.write(" and the rest\n")
+
+    recorder.wait_change("a.md", timeout=5.0)
+    assert recorder.changes() == [Change("docs", "a.md", is_dir=False)]
+
+
+def test_a_deletion_waits_to_settle_as_an_editor_may_put_the_file_back(
+    root: Path, recorder: Recorder, start_watcher: Any
+) -> None:
+    (root / "a.md").write_text("v1")
+    start_watcher(root, settle=0.5, ceiling=2.0)
+
+    (root / "a.md").unlink()
+    time.sleep(0.2)
+    assert recorder.changes() == []
+    (root / "a.md").write_text("v2")  # put back: the final close sends the one change
+
+    recorder.wait_change("a.md", timeout=5.0)
+    recorder.sync(root)
+    assert recorder.non_cookie_changes() == [Change("docs", "a.md", is_dir=False)]
+
+
 def test_many_writes_within_the_settle_window_yield_one_change(
     root: Path, recorder: Recorder, start_watcher: Any
 ) -> None:
     start_watcher(root, settle=0.5)
 
-    for i in range(20):
-        with (root / "a.md").open("a") as f:
+    with (root / "a.md").open("a") as f:  # one writer, flushing as it goes
+        for i in range(20):
             f.write(f"line {i}\n")
+            f.flush()
     recorder.sync(root)
 
     assert recorder.non_cookie_changes() == [Change("docs", "a.md", is_dir=False)]
@@ -268,11 +329,12 @@ def test_continuous_writer_is_emitted_before_it_stops(
     seen_while_writing = False
 
     end = time.monotonic() + 2.0
-    while time.monotonic() < end:
-        with (root / "log.md").open("a") as f:
-            f.write("tick\n")
-        seen_while_writing = seen_while_writing or recorder.count("log.md") > 0
-        time.sleep(0.05)
+    with (root / "log.md").open("a") as log:  # held open: never final, so it settles
+        while time.monotonic() < end:
+            log.write("tick\n")
+            log.flush()
+            seen_while_writing = seen_while_writing or recorder.count("log.md") > 0
+            time.sleep(0.05)
 
     assert seen_while_writing
 
@@ -422,14 +484,16 @@ def test_stop_flushes_pending_changes_and_is_idempotent(
     root: Path, recorder: Recorder, start_watcher: Any
 ) -> None:
     watcher = start_watcher(root, settle=30.0, ceiling=30.0)
-    (root / "a.md").write_text("x")
-    # Nothing observable happens before the flush, so give inotify a moment to deliver.
-    time.sleep(0.3)
-    assert recorder.changes() == []
+    with (root / "a.md").open("w") as still_open:  # created, not closed: not final
+        still_open.write("x")
+        still_open.flush()
+        # Nothing observable happens before the flush, so give inotify a moment to deliver.
+        time.sleep(0.3)
+        assert recorder.changes() == []
 
-    began = time.monotonic()
-    watcher.stop()
-    watcher.stop()
+        began = time.monotonic()
+        watcher.stop()
+        watcher.stop()
 
     assert time.monotonic() - began < 2.0
     assert recorder.batches == [[Change("docs", "a.md", is_dir=False)]]

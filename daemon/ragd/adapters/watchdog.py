@@ -56,11 +56,18 @@ _WANTED = tuple(EVENT_FILTER)
 class FsEvent:
     """A change under a watched root: the paths it touches (both ends of a move: the
     source is gone, the destination is new content), whether they are directories, and
-    whether it is a directory's deletion (a root's own, possibly)."""
+    whether it is a directory's deletion (a root's own, possibly).
+
+    `final` names the paths whose content is complete as of this event: a file closed
+    after writing (IN_CLOSE_WRITE), and the destination of a move (an editor's atomic
+    save renames the finished file into place). A creation is not final (the writer may
+    still be writing), nor a deletion or a move's source (an editor's save dance may put
+    the file back a moment later)."""
 
     paths: tuple[str, ...]
     is_dir: bool
     dir_deleted: bool = False
+    final: tuple[str, ...] = ()
 
 
 class _Handler(FileSystemEventHandler):
@@ -75,7 +82,10 @@ class _Handler(FileSystemEventHandler):
         moved = isinstance(event, FileMovedEvent | DirMovedEvent)
         raw = (event.src_path, event.dest_path) if moved else (event.src_path,)
         paths = tuple(os.fsdecode(path) for path in raw)
-        self._forward(FsEvent(paths, event.is_directory, isinstance(event, DirDeletedEvent)))
+        final = paths[1:] if moved else paths if isinstance(event, FileClosedEvent) else ()
+        self._forward(
+            FsEvent(paths, event.is_directory, isinstance(event, DirDeletedEvent), final)
+        )
 
 
 class _OverflowLogHandler(logging.Handler):

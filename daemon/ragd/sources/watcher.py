@@ -63,6 +63,7 @@ class WatchHealth:
 class _Window:
     first: float
     last: float
+    final: bool  # the last event left the content complete: due at the next tick
 
 
 class _Root:
@@ -81,9 +82,12 @@ class _Root:
 class Watcher:
     """Watches folder roots and hands debounced batches of changes to `on_changes`.
 
-    A change is emitted once its (source, key, is_dir) has been quiet for `settle`
-    seconds, or `ceiling` seconds after its first event, so a steady writer is not
-    starved. Callbacks run on the watcher's own thread, one at a time.
+    A change whose last event left its content complete (a file closed after writing,
+    or renamed into place: `FsEvent.final`) is emitted at the next tick, TICK_SECONDS at
+    most. Any other (a file created and still open, a deletion, a move's source, which an
+    editor's save may undo a moment later) is emitted once its (source, key, is_dir) has
+    been quiet for `settle` seconds, or `ceiling` seconds after its first event, so a
+    steady writer is not starved. Callbacks run on the watcher's own thread, one at a time.
     """
 
     def __init__(
@@ -165,12 +169,13 @@ class Watcher:
                     self._root_lost(path)
                 continue
             ident = (found[0], found[1], event.is_dir)
+            final = path in event.final
             with self._lock:
                 window = self._pending.get(ident)
                 if window is None:
-                    self._pending[ident] = _Window(now, now)
+                    self._pending[ident] = _Window(now, now, final)
                 else:
-                    window.last = now
+                    window.last, window.final = now, final
 
     def _locate(self, path: str) -> tuple[str, str] | None:
         """(source name, key) for a path strictly below a root; None otherwise."""
@@ -223,6 +228,7 @@ class Watcher:
                 ident
                 for ident, window in self._pending.items()
                 if flush_all
+                or window.final
                 or now - window.last >= self._settle
                 or now - window.first >= self._ceiling
             ]
