@@ -83,9 +83,8 @@ class _Handler(FileSystemEventHandler):
         raw = (event.src_path, event.dest_path) if moved else (event.src_path,)
         paths = tuple(os.fsdecode(path) for path in raw)
         final = paths[1:] if moved else paths if isinstance(event, FileClosedEvent) else ()
-        self._forward(
-            FsEvent(paths, event.is_directory, isinstance(event, DirDeletedEvent), final)
-        )
+        deleted = isinstance(event, DirDeletedEvent)
+        self._forward(FsEvent(paths, event.is_directory, deleted, final))
 
 
 class _OverflowLogHandler(logging.Handler):
