@@ -14,7 +14,7 @@ import contextlib
 import os
 import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any
@@ -22,6 +22,7 @@ from typing import Any
 from ragd.adapters.object_store import object_store
 from ragd.errors import ConfigError
 from ragd.search.results import QueryRequest
+from ragd.service.backend import timed_search
 from ragd.service.http_api import create_app
 from ragd.service.http_server import HttpServer
 from ragd.service.logs import get_logger
@@ -58,11 +59,7 @@ class ReplicaBackend:
         return self.runtime.config.http.max_body_bytes
 
     def search(self, request: QueryRequest) -> Any:
-        chosen = replace(request, mode=request.mode or self.runtime.config.search.mode)
-        started = time.perf_counter()
-        result = self.served.search(chosen).to_json()
-        self.metrics.query_seconds.labels(mode=chosen.mode).observe(time.perf_counter() - started)
-        return result
+        return timed_search(self.served.search, request, self.runtime, self.metrics)
 
     def context(self, request: QueryRequest, max_chars: int) -> Any:
         return self.served.context(request, max_chars).to_json()

@@ -16,7 +16,7 @@ import sqlite3
 from collections.abc import Collection, Iterator, Sequence
 from itertools import pairwise
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -209,27 +209,15 @@ class ManifestReader:
 
     def doc_ids_of_chunks(self, chunk_ids: Collection[str]) -> set[str]:
         """The documents owning some chunks."""
-        found: set[str] = set()
-        for batch in _batches(list(chunk_ids), 500):
-            marks = ",".join("?" * len(batch))
-            found.update(
-                r[0]
-                for r in self._conn.execute(
-                    f"SELECT DISTINCT doc_id FROM chunks WHERE chunk_id IN ({marks})", batch
-                )
-            )
-        return found
+        rows = self._rows_in("SELECT DISTINCT doc_id FROM chunks WHERE chunk_id IN", chunk_ids)
+        return {r[0] for r in rows}
 
     def chunks(self, chunk_ids: Collection[str]) -> dict[str, ChunkRecord]:
         """Chunk rows by id; ids the manifest does not list are absent from the answer."""
-        found: dict[str, ChunkRecord] = {}
-        for batch in _batches(list(chunk_ids), 500):
-            marks = ",".join("?" * len(batch))
-            for row in self._conn.execute(
-                f"SELECT {self._chunk_columns} FROM chunks WHERE chunk_id IN ({marks})", batch
-            ):
-                found[row[0]] = _chunk(row)
-        return found
+        rows = self._rows_in(
+            f"SELECT {self._chunk_columns} FROM chunks WHERE chunk_id IN", chunk_ids
+        )
+        return {row[0]: _chunk(row) for row in rows}
 
     def chunks_of(self, doc_id: str) -> list[ChunkRecord]:
         """A document's chunks in order."""
@@ -250,31 +238,24 @@ class ManifestReader:
         )
         return (_chunk(row) for row in rows)
 
+    def _rows_in(self, select: str, values: Collection[str]) -> Iterator[Any]:
+        """The rows of `select` (ending "... WHERE column IN") for every value, asked in
+        batches of 500 (SQLite bounds the parameters of one statement)."""
+        for batch in _batches(list(values), 500):
+            marks = ",".join("?" * len(batch))
+            yield from self._conn.execute(f"{select} ({marks})", batch)
+
     # -- embedding cache ------------------------------------------------------------------
 
     def cached_vectors(self, embed_keys: Collection[str]) -> dict[str, Vector]:
         """Stored vectors for the given embedding keys (those not stored are absent)."""
-        found: dict[str, Vector] = {}
-        for batch in _batches(list(embed_keys), 500):
-            marks = ",".join("?" * len(batch))
-            for key, blob in self._conn.execute(
-                f"SELECT embed_key, vector FROM vectors WHERE embed_key IN ({marks})", batch
-            ):
-                found[key] = np.frombuffer(blob, dtype=np.float32)
-        return found
+        rows = self._rows_in("SELECT embed_key, vector FROM vectors WHERE embed_key IN", embed_keys)
+        return {key: np.frombuffer(blob, dtype=np.float32) for key, blob in rows}
 
     def stored_keys(self, embed_keys: Collection[str]) -> set[str]:
         """Those of the embedding keys whose vector is stored (no vector is read)."""
-        found: set[str] = set()
-        for batch in _batches(list(embed_keys), 500):
-            marks = ",".join("?" * len(batch))
-            found.update(
-                r[0]
-                for r in self._conn.execute(
-                    f"SELECT embed_key FROM vectors WHERE embed_key IN ({marks})", batch
-                )
-            )
-        return found
+        rows = self._rows_in("SELECT embed_key FROM vectors WHERE embed_key IN", embed_keys)
+        return {r[0] for r in rows}
 
     # -- second stage ---------------------------------------------------------------------
 
@@ -317,19 +298,10 @@ class ManifestReader:
 
     def second_stage_rows(self, second_keys: Collection[str]) -> list[tuple[str, str, str]]:
         """(chunk_id, doc_id, second_key) of every chunk whose second key is one of these."""
-        found: list[tuple[str, str, str]] = []
         if self._chunk_columns.endswith("NULL"):
-            return found
-        for batch in _batches(list(second_keys), 500):
-            marks = ",".join("?" * len(batch))
-            found.extend(
-                self._conn.execute(
-                    "SELECT chunk_id, doc_id, second_key FROM chunks "
-                    f"WHERE second_key IN ({marks})",
-                    batch,
-                )
-            )
-        return found
+            return []
+        select = "SELECT chunk_id, doc_id, second_key FROM chunks WHERE second_key IN"
+        return [tuple(row) for row in self._rows_in(select, second_keys)]
 
     def second_stage_chunk_ids(self) -> set[str]:
         """The chunks whose second-stage vector is stored."""
@@ -342,21 +314,16 @@ class ManifestReader:
 
     def second_stage_vectors(self, chunk_ids: Collection[str]) -> list[tuple[str, str, Vector]]:
         """(chunk_id, doc_id, second-stage vector) of each of these chunks that has one."""
-        found: list[tuple[str, str, Vector]] = []
         if self._chunk_columns.endswith("NULL"):
-            return found
-        for batch in _batches(list(chunk_ids), 500):
-            marks = ",".join("?" * len(batch))
-            found.extend(
-                (chunk_id, doc_id, np.frombuffer(blob, dtype=np.float32))
-                for chunk_id, doc_id, blob in self._conn.execute(
-                    "SELECT c.chunk_id, c.doc_id, v.vector FROM chunks c "
-                    "JOIN vectors v ON v.embed_key = c.second_key "
-                    f"WHERE c.chunk_id IN ({marks})",
-                    batch,
-                )
-            )
-        return found
+            return []
+        select = (
+            "SELECT c.chunk_id, c.doc_id, v.vector FROM chunks c "
+            "JOIN vectors v ON v.embed_key = c.second_key WHERE c.chunk_id IN"
+        )
+        return [
+            (chunk_id, doc_id, np.frombuffer(blob, dtype=np.float32))
+            for chunk_id, doc_id, blob in self._rows_in(select, chunk_ids)
+        ]
 
     def confirmed_ages(self, thresholds: Sequence[str]) -> dict[str, list[int]]:
         """Per source, how many live documents were last indexed or confirmed at or after
