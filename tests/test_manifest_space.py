@@ -48,6 +48,6 @@ def test_a_reader_keeps_reading_while_the_writer_vacuums(tmp_path: Path) -> None
     manifest.prune_vectors()
 
     assert manifest.reclaim_space() is True
-    assert reader.documents() == []
+    assert list(reader.documents()) == []
     reader.close()
     manifest.close()

@@ -411,6 +411,21 @@ def test_a_table_left_in_many_small_files_needs_compaction_and_optimize_compacts
     assert store.chunk_ids() == written
 
 
+def test_an_index_left_covering_few_rows_by_a_rewrite_needs_compaction_until_optimized(
+    store: VectorStore, rng: np.random.Generator
+) -> None:
+    store.replace_documents(["docs:a.md"], make_rows("docs:a.md", 1000, rng))
+    store.ensure_vector_index(min_rows=1000)
+    assert not store.needs_compaction()
+
+    store.replace_documents(["docs:a.md"], make_rows("docs:a.md", 1000, rng))
+    assert store.small_fragments() < COMPACT_AT_FRAGMENTS
+    assert store.needs_compaction()
+
+    store.optimize(timedelta(minutes=10))
+    assert not store.needs_compaction()
+
+
 def test_a_table_of_few_files_needs_no_compaction(
     store: VectorStore, rng: np.random.Generator
 ) -> None:

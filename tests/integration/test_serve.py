@@ -169,7 +169,7 @@ def test_sigkill_while_indexing_then_restart_recovers_with_agreeing_stores(
 def _unchanged_listing(data: Path) -> str | None:
     manifest = ManifestReader.open(data / "state.db")
     try:
-        fingerprint = manifest.documents()[0].fingerprint
+        fingerprint = next(manifest.documents()).fingerprint
         assert fingerprint is not None
         return manifest.unchanged_listing("docs", fingerprint)
     finally:
@@ -281,6 +281,6 @@ def test_a_busy_port_stops_serve_before_it_indexes_anything(tmp_path: Path) -> N
     assert not daemon.events("document_indexed")
     manifest = ManifestReader.open(tmp_path / "data" / "state.db")
     try:
-        assert manifest.documents() == []
+        assert list(manifest.documents()) == []
     finally:
         manifest.close()

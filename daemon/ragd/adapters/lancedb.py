@@ -452,6 +452,15 @@ class VectorTable:
         )
         return int(small)
 
+    def unindexed_rows(self, column: str) -> int:
+        """Rows the index on `column` does not cover (written or rewritten since it was
+        built or last updated); 0 when the column has no index."""
+        for index in self._run("read", self._lance_table.list_indices()):
+            if index.columns == [column]:
+                stats = self._run("read", self._lance_table.index_stats(index.name))
+                return 0 if stats is None else int(stats.num_unindexed_rows)
+        return 0
+
     def optimize(self, cleanup_older_than: timedelta) -> None:
         """Compact files, fold new rows into the indices, drop versions older than the age."""
         optimize = self._lance_table.optimize(cleanup_older_than=cleanup_older_than)

@@ -126,7 +126,7 @@ class Indexer:
         if full and not report.interrupted:
             configured = {s.name for s in self.sources} | self.other_sources
             for name in set(self.manifest.sources()) - configured:
-                for record in self.manifest.documents(name):
+                for record in list(self.manifest.documents(name)):  # deletes as it goes
                     self._pass.delete(record)
             for name in set(self.manifest.skipped_files()) - configured:
                 self.manifest.record_skipped(name, SkippedFiles())
@@ -191,42 +191,41 @@ class Indexer:
         no-op pass close to the cost of the walk. A listing names each key once, so a
         passed-over file needs no `first_time` check. The files that may have changed are
         then prepared in order, by worker processes when there are many, and visited here.
+        A record is read when its file's turn comes, not held for the whole pass: when
+        every file changed (a new pipeline fingerprint) that is one per document.
         """
         same_stat: list[FileStat] = []
-        todo: list[tuple[FileStat, DocumentRecord | None]] = []
+        todo: list[tuple[FileStat, bool]] = []  # (file, whether the manifest knows it)
         state_of = known.get
         for entry in listing.files:
             if self._pass.stopping():
                 return same_stat
             state = state_of(entry[0])
-            if state is None:
-                todo.append((entry, None))
-            elif state == entry and not full:
+            if state is not None and state == entry and not full:
                 same_stat.append(entry)
             else:
-                todo.append((entry, self.manifest.document(f"{source.name}:{entry[0]}")))
+                todo.append((entry, state is not None))
         self._pass.report.unchanged += len(same_stat)
         if progress is not None:
             progress(len(same_stat))
-        fingerprint = self.pipeline.fingerprint
-        if len(todo) >= self.worker_min_files:
-            vectors.prepare_in_background()  # the first write needs lancedb
+        if todo:  # the first write needs lancedb: import it while the files are prepared
+            vectors.prepare_in_background()
         ready = prepare_in_order(
-            [
-                (key, f"{source.name}:{key}", known_hash(r, fingerprint, full=full), size)
-                for (key, size, _), r in todo
-            ],
+            [self._to_prepare(source, entry, is_known, full=full) for entry, is_known in todo],
             self.pipeline,
             read=source.read,
             workers=Workers(source.reader(), self.embedder),
             min_files=self.worker_min_files,
-            guard=self.parse_guard.for_files(source.name, source.uri_for, fingerprint),
+            guard=self.parse_guard.for_files(
+                source.name, source.uri_for, self.pipeline.fingerprint
+            ),
         )
         self._pass.batches.expect(len(todo))
         try:
-            for done, (entry, record) in enumerate(todo, start=len(same_stat) + 1):
+            for done, (entry, is_known) in enumerate(todo, start=len(same_stat) + 1):
                 if self._pass.stopping():
                     break
+                record = self._record(source, entry, is_known)
                 self._visit(source, entry, record, full=full, prepared=next(ready))
                 if progress is not None and (
                     done % _PROGRESS_EVERY == 0 or done == len(listing.files)
@@ -235,6 +234,25 @@ class Indexer:
         finally:
             ready.close()
         return same_stat
+
+    def _record(
+        self, source: FolderSource, entry: FileStat, is_known: bool
+    ) -> DocumentRecord | None:
+        """The manifest's record of a listed file, if it knows the file."""
+        return self.manifest.document(f"{source.name}:{entry[0]}") if is_known else None
+
+    def _to_prepare(
+        self, source: FolderSource, entry: FileStat, is_known: bool, *, full: bool
+    ) -> ToPrepare:
+        """What a worker needs to prepare a listed file (its record is not kept)."""
+        key, size, _ = entry
+        record = None if full else self._record(source, entry, is_known)
+        return (
+            key,
+            f"{source.name}:{key}",
+            known_hash(record, self.pipeline.fingerprint, full=full),
+            size,
+        )
 
     def sync(
         self, source_name: str, *, keys: Sequence[str] = (), trees: Sequence[str] = ()

@@ -153,31 +153,30 @@ def build_status(
     """
     now = datetime.now(UTC)
     listed_before = manifest.chunk_ids()
-    by_source: dict[str, list[DocumentRecord]] = {}
-    for doc in manifest.documents():
-        by_source.setdefault(doc.source, []).append(doc)
     configured: Mapping[str, SourceInfo] = {s.name: s for s in sources}
-    names = [s.name for s in sources] + sorted(set(by_source) - set(configured))
+    names = [s.name for s in sources] + sorted(set(manifest.sources()) - set(configured))
     pending = manifest.pending_doc_ids()
     jobs, oldest_job = manifest.queued_jobs()
     coverage = manifest.second_stage_coverage() if second_stage_model is not None else None
     unreachable = manifest.unreachable_sources()
     skipped = manifest.skipped_files()
-    source_reports = [
-        _source_status(
-            name,
-            configured.get(name),
-            by_source.get(name, []),
-            fingerprint,
-            now,
-            pending,
-            jobs.get(name, 0),
-            None if coverage is None else coverage.get(name, (0, 0)),
-            unreachable.get(name),
-            skipped.get(name, SkippedFiles()),
+    source_reports = []
+    for name in names:
+        info = configured.get(name)
+        tally = _SourceTally(
+            info.policy if info else None, fingerprint, now, pending, unreachable.get(name)
         )
-        for name in names
-    ]
+        for doc in manifest.documents(name):
+            tally.add(doc)
+        source_reports.append(
+            tally.status(
+                name,
+                info,
+                jobs.get(name, 0),
+                None if coverage is None else coverage.get(name, (0, 0)),
+                skipped.get(name, SkippedFiles()),
+            )
+        )
     in_tantivy = keywords.chunk_ids()
     in_lance = vectors.chunk_ids()
     agreement = compare_ids(listed_before, in_lance, in_tantivy, listed_after=manifest.chunk_ids())
@@ -193,58 +192,83 @@ def build_status(
     )
 
 
-def _source_status(
-    name: str,
-    info: SourceInfo | None,
-    docs: list[DocumentRecord],
-    fingerprint: str,
-    now: datetime,
-    pending: set[str],
-    pending_jobs: int,
-    second_stage: tuple[int, int] | None,
-    unreachable: str | None,
-    skipped: SkippedFiles,
-) -> SourceStatus:
-    live = [d for d in docs if d.status != "deleted"]
-    reasons: Counter[str] = Counter()
-    stale_documents: list[tuple[str, list[str], str | None]] = []
-    for doc in live:
+class _SourceTally:
+    """One source's documents folded into its line of the report as they are read: the
+    report holds counts, times and the documents it names (failed, empty, stale), never
+    every record."""
+
+    def __init__(
+        self,
+        policy: SourcePolicy | None,
+        fingerprint: str,
+        now: datetime,
+        pending: set[str],
+        unreachable: str | None,
+    ) -> None:
+        self._policy, self._fingerprint, self._now = policy, fingerprint, now
+        self._pending, self._unreachable = pending, unreachable
+        self.counts: Counter[str] = Counter()  # live documents by status
+        self.chunks = 0
+        self.reasons: Counter[str] = Counter()
+        self.indexed_times: list[str] = []
+        self.failed: list[tuple[str, str]] = []
+        self.empty: list[str] = []
+        self.stale: list[tuple[str, list[str], str | None]] = []
+
+    def add(self, doc: DocumentRecord) -> None:
+        if doc.status == "deleted":
+            return
+        self.counts[doc.status] += 1
+        self.chunks += doc.chunk_count
+        if doc.indexed_at:
+            self.indexed_times.append(doc.indexed_at)
         if doc.status == "failed":
-            continue
+            self.failed.append((doc.key, doc.error or ""))
+            return
+        if doc.status == "indexed" and doc.chunk_count == 0:
+            self.empty.append(doc.key)
         found = stale_reasons(
             doc,
-            policy=info.policy if info else None,
-            fingerprint=fingerprint,
-            now=now,
-            pending=doc.doc_id in pending,
-            unreachable=unreachable is not None,
+            policy=self._policy,
+            fingerprint=self._fingerprint,
+            now=self._now,
+            pending=doc.doc_id in self._pending,
+            unreachable=self._unreachable is not None,
             verify_content=False,
         )
-        reasons.update(found)
+        self.reasons.update(found)
         if found:
-            stale_documents.append((doc.key, found, doc.indexed_at))
-    indexed_times = sorted(d.indexed_at for d in live if d.indexed_at)
-    indexed = [d for d in live if d.status == "indexed"]
-    return SourceStatus(
-        name=name,
-        info=info,
-        documents=len(live),
-        indexed=len(indexed),
-        pending=sum(1 for d in live if d.status == "pending"),
-        chunks=sum(d.chunk_count for d in live),
-        stale=len(stale_documents),
-        stale_by_reason=dict(sorted(reasons.items())),
-        last_indexed_at=indexed_times[-1] if indexed_times else None,
-        median_indexed_at=indexed_times[len(indexed_times) // 2] if indexed_times else None,
-        oldest_indexed_at=indexed_times[0] if indexed_times else None,
-        failed_documents=[(d.key, d.error or "") for d in live if d.status == "failed"],
-        empty_documents=[d.key for d in indexed if d.chunk_count == 0],
-        stale_documents=stale_documents,
-        pending_jobs=pending_jobs,
-        second_stage=second_stage,
-        unreachable=unreachable,
-        skipped=skipped,
-    )
+            self.stale.append((doc.key, found, doc.indexed_at))
+
+    def status(
+        self,
+        name: str,
+        info: SourceInfo | None,
+        pending_jobs: int,
+        second_stage: tuple[int, int] | None,
+        skipped: SkippedFiles,
+    ) -> SourceStatus:
+        times = sorted(self.indexed_times)
+        return SourceStatus(
+            name=name,
+            info=info,
+            documents=self.counts.total(),
+            indexed=self.counts["indexed"],
+            pending=self.counts["pending"],
+            chunks=self.chunks,
+            stale=len(self.stale),
+            stale_by_reason=dict(sorted(self.reasons.items())),
+            last_indexed_at=times[-1] if times else None,
+            median_indexed_at=times[len(times) // 2] if times else None,
+            oldest_indexed_at=times[0] if times else None,
+            failed_documents=self.failed,
+            empty_documents=self.empty,
+            stale_documents=self.stale,
+            pending_jobs=pending_jobs,
+            second_stage=second_stage,
+            unreachable=self._unreachable,
+            skipped=skipped,
+        )
 
 
 def _coverage(done: int, total: int) -> dict[str, object]:

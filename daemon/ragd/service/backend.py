@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from ragd.adapters import allocator
 from ragd.search.results import QueryRequest, SearchResponse
 from ragd.search.status import StatusReport
 from ragd.service.logs import get_logger
@@ -119,6 +120,7 @@ class ServiceBackend:
         }
         report = self._settled_status().to_json()
         report["daemon"] = daemon
+        allocator.trim()  # the report read every chunk id of three stores; they are free now
         return report
 
     def _settled_status(self) -> StatusReport:

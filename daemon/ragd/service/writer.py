@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from queue import Empty, SimpleQueue
 from typing import Any, NamedTuple
 
+from ragd.adapters import allocator
 from ragd.errors import RagdError
 from ragd.indexing.batches import DocumentEvent
 from ragd.indexing.entries import EntryUpdate, entry_update
@@ -44,6 +45,8 @@ log = get_logger("ragd.service.writer")
 MAX_ATTEMPTS = 5
 HELD_POLL = 0.05  # seconds between looks at a test's pause file
 RECENT_EVENTS = 50
+# Documents written in one batch of jobs past which the writer trims the heap after it.
+BIG_PASS = 1000
 
 
 class RecentEvent(NamedTuple):
@@ -241,6 +244,8 @@ class Writer(threading.Thread):
             log.info("compacted")
         for report in reports:
             self._account(report)
+        if "scan" in kinds or sum(r.added + r.changed + r.deleted for r in reports) >= BIG_PASS:
+            allocator.trim()  # a big pass's buffers are free now: give them back at once
         return not any(r.interrupted for r in reports)
 
     def _scan(self) -> IndexReport:

@@ -50,6 +50,10 @@ ROWS_PER_PARTITION = 1024
 # many small files a writer compacts (at 125k rows, 451 files made a vector search 1.6x
 # slower than one file).
 COMPACT_AT_FRAGMENTS = 32
+# Rows the vector index does not cover are searched exactly, on every query. A pass that
+# rewrites most rows (a new pipeline fingerprint re-keys every document) leaves the index
+# covering almost none, without adding many files; past this share a writer folds them in.
+UNINDEXED_AT_SHARE = 0.1
 # k-means trains on this many rows per partition (LanceDB's default is 256), so its cost
 # grows with the square of the partition count; 16 builds 125k rows' index in about a
 # quarter of the default's time at the same recall@10 and @50 (bench/vector_index.py).
@@ -383,8 +387,14 @@ class VectorStore:
         return 0 if self._rows is None else self._rows.small_fragments()
 
     def needs_compaction(self) -> bool:
-        """Whether enough commits left small files for a compaction to pay."""
-        return self.small_fragments() >= COMPACT_AT_FRAGMENTS
+        """Whether enough commits left small files for a compaction to pay, or the vector
+        index no longer covers enough of the rows."""
+        if self._rows is None:
+            return False
+        if self.small_fragments() >= COMPACT_AT_FRAGMENTS:
+            return True
+        unindexed = self._rows.unindexed_rows("vector")
+        return unindexed > 0 and unindexed >= UNINDEXED_AT_SHARE * self.count()
 
     def optimize(self, cleanup_older_than: timedelta) -> None:
         """Compact files, build or update the vector index, drop versions older than
