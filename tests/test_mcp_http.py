@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import MutableMapping
+from collections.abc import AsyncIterator, MutableMapping
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
 
-from ragd.service.mcp_http import TOKEN_ENV, _Gate, is_loopback
+from ragd.service.mcp_http import TOKEN_ENV, _Deferred, _Gate, is_loopback
 
 
 async def _inner(scope: Any, receive: Any, send: Any) -> None:
@@ -87,3 +88,66 @@ def test_a_websocket_without_the_token_is_closed() -> None:
 )
 def test_loopback_addresses_are_told_apart(host: str, loopback: bool) -> None:
     assert is_loopback(host) is loopback
+
+
+def _deferred(built: list[str], fail: bool = False) -> _Deferred:
+    @asynccontextmanager
+    async def sessions() -> AsyncIterator[None]:
+        built.append("sessions started")
+        try:
+            yield
+        finally:  # the server's end cancels the task the sessions run in
+            built.append("sessions ended")
+
+    def build() -> tuple[Any, Any]:
+        built.append("built")
+        if fail:
+            raise ImportError("no module named 'mcp'")
+        return _inner, sessions
+
+    return _Deferred(build)
+
+
+async def _ask(app: Any) -> tuple[int, bytes]:
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        sent.append(dict(message))
+
+    await app({"type": "http", "method": "POST", "path": "/mcp", "headers": []}, receive, send)
+    return sent[0]["status"], sent[1]["body"]
+
+
+def test_the_mcp_app_is_built_on_the_first_request_once_and_its_sessions_end_with_the_server() -> (
+    None
+):
+    built: list[str] = []
+    deferred = _deferred(built)
+
+    async def serve() -> list[tuple[int, bytes]]:
+        async with deferred.lifespan():
+            assert built == []  # started, not built
+            answers = list(await asyncio.gather(_ask(deferred), _ask(deferred)))
+            answers.append(await _ask(deferred))
+            return answers
+
+    answers = asyncio.run(serve())
+
+    assert answers == [(200, b"through")] * 3
+    assert built == ["built", "sessions started", "sessions ended"]
+
+
+def test_an_mcp_app_that_cannot_be_built_answers_503_saying_why() -> None:
+    deferred = _deferred([], fail=True)
+
+    async def serve() -> tuple[int, bytes]:
+        async with deferred.lifespan():
+            return await _ask(deferred)
+
+    status, body = asyncio.run(serve())
+
+    assert status == 503
+    assert "no module named 'mcp'" in json.loads(body)["error"]["message"]

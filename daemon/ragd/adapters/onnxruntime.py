@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ragd.adapters import allocator
 from ragd.adapters.tokenizers import SentenceTokenizer
 
 Matrix = npt.NDArray[np.float32]
@@ -103,9 +104,15 @@ class SentenceEncoder:
         # background filler's niceness) is the graph's.
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
+        # Without onnxruntime's own arena a run's buffers go back to malloc, which a daemon
+        # trims; with it they stay reserved at the longest input seen (same speed here).
+        options.enable_cpu_mem_arena = False
         self._session = onnxruntime.InferenceSession(
             str(files.graph), options, providers=["CPUExecutionProvider"]
         )
+        # Building the session (folding the int8 weights to float) frees about as much as
+        # it keeps: give that back now rather than leave it in the heap.
+        allocator.trim()
         self._tokenizer = SentenceTokenizer(str(files.tokenizer), max_tokens=files.max_tokens)
         self._inputs = {i.name for i in self._session.get_inputs()}
         missing = {"input_ids", "attention_mask"} - self._inputs

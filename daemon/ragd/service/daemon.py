@@ -26,8 +26,7 @@ from ragd.service.backend import ServiceBackend
 from ragd.service.http_api import create_app
 from ragd.service.http_server import HttpServer
 from ragd.service.logs import get_logger
-from ragd.service.mcp import build_server
-from ragd.service.mcp_http import TOKEN_ENV, is_loopback, mcp_endpoint
+from ragd.service.mcp_http import TOKEN_ENV, is_loopback, mcp_endpoint, ragd_server
 from ragd.service.notify import Notifier
 from ragd.service.poller import Poller
 from ragd.service.publishing import Publishing
@@ -149,7 +148,7 @@ class Daemon:
             )
             http = config.http
             mcp = mcp_endpoint(
-                build_server(self.readers, backend.status),
+                ragd_server(self.readers, backend.status),
                 host=http.host,
                 port=http.port,
                 max_body_bytes=http.max_body_bytes,
@@ -165,15 +164,17 @@ class Daemon:
             raise
 
     def _open_stores(self) -> WriterStores:
-        stores = self.runtime.writer_stores()
-        self._resources.callback(stores.close)
-        # Open both search stores now, so readers find them, and load the model (an empty
-        # call embeds nothing) before READY=1 rather than on the first change.
-        stores.vectors(self.runtime.embedder.dim)
-        stores.keywords()
-        self.runtime.embedder.embed([])
+        # Load the models before READY=1 rather than on the first change, the second stage
+        # first: building its session briefly takes twice what it keeps, and the process
+        # is smallest now (a peak here adds to nothing else).
         if self.runtime.second_stage is not None:
             self.runtime.second_stage.load()
+        self.runtime.embedder.embed([])  # an empty call embeds nothing
+        stores = self.runtime.writer_stores()
+        self._resources.callback(stores.close)
+        # Open both search stores now, so readers find them.
+        stores.vectors(self.runtime.embedder.dim)
+        stores.keywords()
         return stores
 
     def __enter__(self) -> Daemon:

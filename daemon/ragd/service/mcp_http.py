@@ -2,7 +2,9 @@
 
 Owns how the MCP SDK's Streamable HTTP app is set up inside ragd's HTTP server: at /mcp
 on `[http] listen`, its request bodies capped like the API's, its sessions run by the
-daemon's HTTP lifespan, and two gates:
+daemon's HTTP lifespan, built on the first request that passes the gates (the SDK's
+import alone holds ~50 MiB, which a daemon nobody asks over MCP need not carry), and two
+gates:
 
 - on a loopback address, the SDK's DNS-rebinding protection: a request whose `Host` or
   `Origin` is not this address (a web page's script reaching a local port through a name
@@ -18,13 +20,22 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import json
-from collections.abc import Callable, Mapping
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from mcp.server.mcpserver import MCPServer
-from mcp.server.transport_security import TransportSecuritySettings
+import anyio
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ragd.service.logs import get_logger
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
+    from ragd.service.mcp import Reader
+
+log = get_logger("ragd.service.mcp")
 
 TOKEN_ENV = "RAGD_MCP_TOKEN"  # noqa: S105 - the variable's name, not a token
 PATH = "/mcp"
@@ -48,28 +59,102 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def ragd_server(reader: Reader, status: Callable[[], dict[str, Any]]) -> Callable[[], MCPServer]:
+    """What makes ragd's MCP server over `reader`, importing the SDK only when called."""
+
+    def build() -> MCPServer:
+        from ragd.service.mcp import build_server
+
+        return build_server(reader, status)
+
+    return build
+
+
 def mcp_endpoint(
-    server: MCPServer, *, host: str, port: int, max_body_bytes: int, environ: Mapping[str, str]
+    server: Callable[[], MCPServer],
+    *,
+    host: str,
+    port: int,
+    max_body_bytes: int,
+    environ: Mapping[str, str],
 ) -> McpEndpoint:
-    """/mcp for `server` on host:port."""
+    """/mcp on host:port for the server `server()` makes, when a request first needs it."""
     loopback = is_loopback(host)
     listen = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     names = tuple(
         dict.fromkeys((listen, f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}"))
     )
-    security = TransportSecuritySettings(
-        enable_dns_rebinding_protection=loopback,
-        allowed_hosts=list(names),
-        allowed_origins=[f"http://{name}" for name in names],
-    )
-    app = server.streamable_http_app(
-        streamable_http_path=PATH,
-        transport_security=security,
-        host=host,
-        max_request_body_size=max_body_bytes,
-    )
+
+    def build() -> tuple[ASGIApp, Callable[[], AbstractAsyncContextManager[None]]]:
+        from mcp.server.transport_security import TransportSecuritySettings
+
+        made = server()
+        security = TransportSecuritySettings(
+            enable_dns_rebinding_protection=loopback,
+            allowed_hosts=list(names),
+            allowed_origins=[f"http://{name}" for name in names],
+        )
+        app = made.streamable_http_app(
+            streamable_http_path=PATH,
+            transport_security=security,
+            host=host,
+            max_request_body_size=max_body_bytes,
+        )
+        return app, made.session_manager.run
+
+    deferred = _Deferred(build)
     token = environ.get(TOKEN_ENV) or None
-    return McpEndpoint(_Gate(app, token, required=not loopback), server.session_manager.run)
+    return McpEndpoint(_Gate(deferred, token, required=not loopback), deferred.lifespan)
+
+
+class _Deferred:
+    """The SDK's app, built on the first request. Its sessions run in a task of the HTTP
+    lifespan's own (the SDK's session manager must be left by the task that entered it),
+    started when that first request asks and cancelled when the lifespan ends."""
+
+    def __init__(
+        self, build: Callable[[], tuple[ASGIApp, Callable[[], AbstractAsyncContextManager[None]]]]
+    ) -> None:
+        self._build = build
+        self._app: ASGIApp | None = None
+        self._error: str | None = None
+        self._asked: anyio.Event | None = None
+        self._ready: anyio.Event | None = None
+
+    @asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        self._asked, self._ready = anyio.Event(), anyio.Event()
+        async with anyio.create_task_group() as group:
+            group.start_soon(self._run_when_asked, self._asked, self._ready)
+            try:
+                yield
+            finally:
+                group.cancel_scope.cancel()
+
+    async def _run_when_asked(self, asked: anyio.Event, ready: anyio.Event) -> None:
+        await asked.wait()
+        try:
+            app, sessions = self._build()
+        except Exception as exc:  # a broken SDK install must not take the daemon with it
+            self._error = f"{type(exc).__name__}: {exc}"
+            log.error("mcp_unavailable", error=self._error)
+            ready.set()
+            return
+        async with sessions():
+            self._app = app
+            ready.set()
+            await anyio.sleep_forever()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self._asked is None or self._ready is None:
+            await _refuse(scope, send, 503, "the MCP server is not running")
+            return
+        self._asked.set()
+        await self._ready.wait()
+        if self._app is None:
+            await _refuse(scope, send, 503, f"the MCP server could not start: {self._error}")
+            return
+        await self._app(scope, receive, send)
 
 
 class _Gate:
@@ -88,18 +173,7 @@ class _Gate:
         if refusal is None:
             await self._app(scope, receive, send)
             return
-        status, message = refusal
-        if scope["type"] != "http":
-            await send({"type": "websocket.close", "code": 1008, "reason": message})
-            return
-        body = json.dumps(
-            {"jsonrpc": "2.0", "id": None, "error": {"code": -32001, "message": message}}
-        ).encode()
-        headers = [(b"content-type", b"application/json")]
-        if status == 401:
-            headers.append((b"www-authenticate", b"Bearer"))
-        await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+        await _refuse(scope, send, *refusal)
 
     def _refusal(self, scope: Scope) -> tuple[int, str] | None:
         if self._token is None:
@@ -109,3 +183,18 @@ class _Gate:
         if scheme.lower() == b"bearer" and hmac.compare_digest(credentials.strip(), self._token):
             return None
         return 401, "a bearer token is required"
+
+
+async def _refuse(scope: Scope, send: Send, status: int, message: str) -> None:
+    """Answer with a JSON-RPC error (a WebSocket is closed with the message)."""
+    if scope["type"] != "http":
+        await send({"type": "websocket.close", "code": 1008, "reason": message})
+        return
+    body = json.dumps(
+        {"jsonrpc": "2.0", "id": None, "error": {"code": -32001, "message": message}}
+    ).encode()
+    headers = [(b"content-type", b"application/json")]
+    if status == 401:
+        headers.append((b"www-authenticate", b"Bearer"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})

@@ -26,8 +26,7 @@ from ragd.service.backend import timed_search
 from ragd.service.http_api import create_app
 from ragd.service.http_server import HttpServer
 from ragd.service.logs import get_logger
-from ragd.service.mcp import build_server
-from ragd.service.mcp_http import mcp_endpoint
+from ragd.service.mcp_http import mcp_endpoint, ragd_server
 from ragd.service.metrics import Metrics, Snapshot
 from ragd.service.notify import Notifier
 from ragd.service.replica import NotReady, ServedGeneration
@@ -156,7 +155,7 @@ class ReplicaServer:
             backend = ReplicaBackend(runtime, self.served, state=lambda: self.state)
             http = config.http
             mcp = mcp_endpoint(
-                build_server(self.served, backend.status),
+                ragd_server(self.served, backend.status),
                 host=http.host,
                 port=http.port,
                 max_body_bytes=http.max_body_bytes,
