@@ -19,7 +19,8 @@ this process with the models loaded, `--queries` queries per mode (bm25, vector,
 without the second stage, and hybrid+rerank) through the same Searcher the CLI and
 daemon use, staleness checks included: p50/p95/p99; then a real `ragd serve` on the
 index with `--clients` concurrent HTTP clients for `--seconds` (hybrid, re-scored when
-the second stage is on): queries per second, latency, and the daemon's peak RSS.
+the second stage is on): queries per second, latency, and the daemon's peak RSS (start-up
+and first scan included) and its RSS at the end.
 
 Queries are drawn from the indexed text itself (seeded): half are 2-4 words of a chunk's
 heading path, half 4-6 consecutive words of its body, so each has a findable answer.
@@ -167,12 +168,14 @@ def over_http(port: int, queries: list[str], clients: int, seconds: float) -> li
     return latencies
 
 
-def peak_rss_mib(pid: int) -> float:
-    """VmHWM of a running process, in MiB."""
+def rss_mib(pid: int) -> tuple[float, float]:
+    """(VmHWM, VmRSS) of a running process: its peak and current resident memory, MiB."""
+    values = {"VmHWM": float("nan"), "VmRSS": float("nan")}
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
+        name, _, rest = line.partition(":")
+        if name in values:
+            values[name] = int(rest.split()[0]) / 1024
+    return values["VmHWM"], values["VmRSS"]
 
 
 def main() -> None:
@@ -238,15 +241,18 @@ def main() -> None:
         try:
             wait_until(lambda: scan_finished(port), 600, 0.2)
             latencies = over_http(port, queries, args.clients, args.seconds)
-            rss = peak_rss_mib(daemon.pid)
+            peak, rss = rss_mib(daemon.pid)
         finally:
             stop_daemon(daemon)
     print()
-    print("| HTTP clients | requests | queries/s | p50 ms | p95 ms | p99 ms | serve peak RSS MiB |")
+    print(
+        "| HTTP clients | requests | queries/s | p50 ms | p95 ms | p99 ms "
+        "| serve RSS MiB: peak / at the end |"
+    )
     print("|---|---|---|---|---|---|---|")
     print(
         f"| {args.clients} | {len(latencies)} | {len(latencies) / args.seconds:.0f} | "
-        f"{percentiles(latencies)} | {rss:.0f} |"
+        f"{percentiles(latencies)} | {peak:.0f} / {rss:.0f} |"
     )
     print(f"(mean {statistics.mean(latencies) * 1000:.1f} ms over {args.seconds:.0f} s, hybrid)")
     if scratch is not None:

@@ -151,6 +151,7 @@ def test_omitted_sections_take_defaults(tmp_path: Path) -> None:
     search = config.search
     assert (search.k, search.candidates, search.rrf_k) == (10, 50, 60)
     assert (search.max_query_chars, search.mode, search.fusion) == (2000, "hybrid", "convex")
+    assert search.index_cache_bytes == 256 << 20
     assert config.schedule.rescan_interval == timedelta(hours=1)
     assert config.schedule.compact_interval == timedelta(hours=6)
     assert config.schedule.cleanup_older_than == timedelta(minutes=10)
@@ -256,6 +257,7 @@ def test_float_for_int_is_rejected(tmp_path: Path) -> None:
         ("search", "candidates", 10_001, "must be between 1 and 10000"),
         ("search", "rrf_k", 0, "must be at least 1"),
         ("search", "max_query_chars", 100_001, "must be between 1 and 100000"),
+        ("search", "index_cache_bytes", 1000, "must be at least 1048576"),
         ("embedding", "batch_size", 65_537, "must be between 1 and 65536"),
         ("daemon", "max_file_bytes", 1023, "must be at least 1024"),
         ("http", "max_body_bytes", 0, "must be at least 1024"),

@@ -51,8 +51,8 @@ T = TypeVar("T")
 TABLE = "chunks"  # the first stage's; the default, as it was the only one
 # LanceDB's caches of table metadata and index pages, shared by every handle in a process.
 # Its defaults are GiBs: in a 10-minute soak each committed version added ~0.35 MiB that
-# was never given back; bounded, RSS levels off. The index cache holds an IVF_SQ index of
-# ~1M rows.
+# was never given back; bounded, RSS levels off. The index cache's size is the config's
+# (`size_index_cache`).
 METADATA_CACHE_BYTES = 64 << 20
 INDEX_CACHE_BYTES = 256 << 20
 # Where a database lives: a local directory, or an "s3://bucket/prefix" URI whose endpoint
@@ -71,12 +71,13 @@ ROW_IDS_TESTED = ((0, 38), (0, 40))
 class _Runtime:
     """lancedb, imported, with the session and the event loop every call of this process uses."""
 
-    def __init__(self) -> None:
+    def __init__(self, index_cache_bytes: int) -> None:
         import lancedb
 
         self.lancedb = lancedb
         self.session = lancedb.Session(
-            index_cache_size_bytes=INDEX_CACHE_BYTES, metadata_cache_size_bytes=METADATA_CACHE_BYTES
+            index_cache_size_bytes=index_cache_bytes,
+            metadata_cache_size_bytes=METADATA_CACHE_BYTES,
         )
         self.loop = asyncio.new_event_loop()
         threading.Thread(target=self.loop.run_forever, name="ragd-lancedb", daemon=True).start()
@@ -95,6 +96,15 @@ class _Runtime:
 
 _runtime: _Runtime | None = None
 _runtime_lock = threading.Lock()
+_index_cache_bytes = INDEX_CACHE_BYTES
+
+
+def size_index_cache(size_bytes: int) -> None:
+    """Bytes of index pages the process's LanceDB session keeps; it takes effect when the
+    session starts (the process's first LanceDB call), and a later call changes nothing."""
+    global _index_cache_bytes  # read once, when the runtime starts
+    with _runtime_lock:
+        _index_cache_bytes = size_bytes
 
 
 def runtime() -> _Runtime:
@@ -102,7 +112,7 @@ def runtime() -> _Runtime:
     global _runtime  # one per process, created on first use, never at import
     with _runtime_lock:
         if _runtime is None:
-            _runtime = _Runtime()
+            _runtime = _Runtime(_index_cache_bytes)
         return _runtime
 
 

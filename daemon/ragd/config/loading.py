@@ -158,6 +158,7 @@ def _schema(base_dir: Path) -> dict[str, dict[str, _Convert]]:
             "fusion": _choice(SearchFusion),
             "bm25_weight": _weight,
             "vector_weight": _weight,
+            "index_cache_bytes": _int(1 << 20),
         },
         "schedule": {f.name: _duration for f in fields(ScheduleConfig)},
         "storage": {"uri": _storage_uri, "refresh_interval": _duration},

@@ -94,6 +94,8 @@ class SearchConfig:
     fusion: SearchFusion = "convex"
     bm25_weight: float = 1.0
     vector_weight: float = 0.5
+    # LanceDB's cache of vector index pages, shared by both stages' tables.
+    index_cache_bytes: int = 256 << 20
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from ragd.adapters.lancedb import size_index_cache
 from ragd.adapters.object_store import object_store, s3_options
 from ragd.config import Config, FolderSourceConfig, PollSourceConfig, SourceConfig
 from ragd.embedding.static import Model2VecEmbedder
@@ -64,6 +65,7 @@ class Runtime:
         object storage, the AWS variables are checked here (ConfigError), before any work."""
         if config.storage.uri is not None:
             s3_options(os.environ)
+        size_index_cache(config.search.index_cache_bytes)
         embedder = Model2VecEmbedder(
             config.embedding.model,
             is_local=config.embedding.model_is_local,
