@@ -277,6 +277,19 @@ def test_a_file_renamed_into_place_is_emitted_without_waiting_to_settle(
     assert recorder.changes() == [Change("docs", "a.md", is_dir=False)]
 
 
+def test_a_final_change_wakes_the_watcher_before_its_tick(
+    root: Path, recorder: Recorder, start_watcher: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ragd.sources.watcher, "TICK_SECONDS", 30.0)
+    start_watcher(root, settle=30.0, ceiling=30.0)
+    time.sleep(0.1)  # the debounce thread is now waiting out its 30 s tick
+
+    (root / "a.md").write_text("done")
+
+    recorder.wait_change("a.md", timeout=5.0)
+    assert recorder.changes() == [Change("docs", "a.md", is_dir=False)]
+
+
 def test_a_file_still_being_written_waits_until_it_is_closed(
     root: Path, recorder: Recorder, start_watcher: Any
 ) -> None:

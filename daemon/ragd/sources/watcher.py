@@ -63,7 +63,7 @@ class WatchHealth:
 class _Window:
     first: float
     last: float
-    final: bool  # the last event left the content complete: due at the next tick
+    final: bool  # the last event left the content complete: due at once
 
 
 class _Root:
@@ -83,11 +83,12 @@ class Watcher:
     """Watches folder roots and hands debounced batches of changes to `on_changes`.
 
     A change whose last event left its content complete (a file closed after writing,
-    or renamed into place: `FsEvent.final`) is emitted at the next tick, TICK_SECONDS at
-    most. Any other (a file created and still open, a deletion, a move's source, which an
-    editor's save may undo a moment later) is emitted once its (source, key, is_dir) has
-    been quiet for `settle` seconds, or `ceiling` seconds after its first event, so a
-    steady writer is not starved. Callbacks run on the watcher's own thread, one at a time.
+    or renamed into place: `FsEvent.final`) wakes the debounce thread and is emitted at
+    once, with whatever else is due. Any other (a file created and still open, a
+    deletion, a move's source, which an editor's save may undo a moment later) is emitted
+    once its (source, key, is_dir) has been quiet for `settle` seconds, or `ceiling`
+    seconds after its first event, so a steady writer is not starved. Callbacks run on
+    the watcher's own thread, one at a time.
     """
 
     def __init__(
@@ -116,6 +117,7 @@ class Watcher:
         self._stopped = False
         self._thread = threading.Thread(target=self._run, name="ragd-watcher", daemon=True)
         self._stopping = threading.Event()
+        self._final_seen = threading.Event()  # wakes the debounce thread before its tick
 
     def start(self) -> None:
         """Watch every root recursively (symlinks not followed) and start debouncing."""
@@ -143,6 +145,7 @@ class Watcher:
             self._stopped = True
         self._watch.stop(JOIN_SECONDS)
         self._stopping.set()
+        self._final_seen.set()
         # A callback may call stop() from the watcher thread itself: it cannot join itself.
         if self._thread is not threading.current_thread():
             self._thread.join(JOIN_SECONDS)
@@ -176,6 +179,8 @@ class Watcher:
                     self._pending[ident] = _Window(now, now, final)
                 else:
                     window.last, window.final = now, final
+            if final:
+                self._final_seen.set()
 
     def _locate(self, path: str) -> tuple[str, str] | None:
         """(source name, key) for a path strictly below a root; None otherwise."""
@@ -217,8 +222,12 @@ class Watcher:
     # Debounce thread side.
 
     def _run(self) -> None:
-        while not self._stopping.wait(TICK_SECONDS):
-            self._tick(time.monotonic(), flush_all=False)
+        while not self._stopping.is_set():
+            # Cleared before the tick: a final event recorded during it wakes the next one.
+            self._final_seen.wait(TICK_SECONDS)
+            self._final_seen.clear()
+            if not self._stopping.is_set():
+                self._tick(time.monotonic(), flush_all=False)
         self._tick(time.monotonic(), flush_all=True)
 
     def _tick(self, now: float, *, flush_all: bool) -> None:
