@@ -1,21 +1,24 @@
-"""Peer comparison: ragd against LangChain's indexing API and LlamaIndex's IngestionPipeline.
+"""Peer comparison: ragd against LangChain's indexing API, LlamaIndex's IngestionPipeline and
+CocoIndex.
 
-Usage (in a separate venv, see bench/peers/README.md):
+Usage (in separate venvs, see bench/peers/README.md):
     .venv-peers/bin/python bench/peers/compare.py [CORPUS] [--model DIR] [--json]
 
 CORPUS is a directory (default ../shared/corpora/fastapi-docs) or a .tar.gz to unpack. Each
 system gets its own temporary copy of every *.md file under it, the same local model2vec model,
-and three runs, each a fresh process that reloads the state the previous one persisted:
+and these runs, each a fresh process that reloads the state the previous one persisted:
 
 1. full index into empty state (median of --full-runs processes, each into fresh state);
 2. no-op re-index, nothing changed (median of --noop-runs processes);
-3. re-index after one paragraph of one section of one document was edited.
+3. re-index after one paragraph of one section of one document was edited;
+4. re-index after that document was deleted (and a check that none of its chunks is left).
 
 For each run it records the process wall time, the time spent inside the process on the work
 itself (interpreter start-up and imports excluded) and how many texts were sent to the model.
 
-ragd runs as real `ragd index --json` processes (the repository's venv). The peers run as
-worker processes of this script (`--worker NAME`), with their state persisted between runs:
+ragd runs as real `ragd index --json` processes (the repository's venv), second stage off. The
+peers run as worker processes of this script (`--worker NAME`), with their state persisted
+between runs, each under its own interpreter (--peer-python; CocoIndex has a venv of its own):
 - langchain: `langchain_core.indexing.index` with a `SQLRecordManager` (SQLite file),
   cleanup="full", over an `InMemoryVectorStore` dumped to / loaded from JSON; chunks from
   `MarkdownHeaderTextSplitter` (h1-h6, headers kept) then
@@ -26,7 +29,11 @@ worker processes of this script (`--worker NAME`), with their state persisted be
   in characters);
 - llamaindex+cache: the same, plus the embedding model's optional per-text
   `embeddings_cache` (a persisted `SimpleKVStore`), which LlamaIndex offers to skip
-  re-embedding texts it has seen.
+  re-embedding texts it has seen;
+- cocoindex: a CocoIndex v1 app (state in LMDB): `localfs.walk_dir` source, one memoized
+  component per file splitting with `RecursiveSplitter(language="markdown")` (900 bytes,
+  overlap 120 bytes, minimum 450 bytes), a memoized per-text model2vec embedding function
+  (batched), rows in a LanceDB table target. Usage telemetry off, nothing leaves the machine.
 """
 
 from __future__ import annotations
@@ -43,14 +50,24 @@ import tarfile
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, make_dataclass
 from pathlib import Path
 from typing import Any
+
+# CocoIndex's native extension reports usage to a remote endpoint unless this is set before it
+# is imported; every process this script starts gets it, and so does the worker itself.
+OFFLINE_ENV = {
+    "COCOINDEX_DISABLE_USAGE_TRACKING": "1",
+    "HF_HUB_OFFLINE": "1",
+    "HF_HUB_DISABLE_TELEMETRY": "1",
+}
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_CORPUS = REPO.parent / "shared" / "corpora" / "fastapi-docs"
 DEFAULT_MODEL = REPO.parent / "shared" / "models" / "minilm-l6-static-256"
 DEFAULT_RAGD = REPO / ".venv" / "bin" / "ragd"
+# Interpreters of peers that cannot share the peers' venv; the others run under this one's.
+DEFAULT_PEER_PYTHON = {"cocoindex": REPO / ".venv-cocoindex" / "bin" / "python"}
 
 MAX_CHARS = 900  # ragd's default chunking.max_chars
 OVERLAP = 120  # ragd's default chunking.overlap
@@ -58,7 +75,11 @@ BATCH_SIZE = 1024  # ragd's default embedding.batch_size; the peers get the same
 EDIT_SENTENCE = " This sentence was added by the peer benchmark to change one section."
 
 _PROSE_MARKS = ("-", "*", ">")  # list items and quotes count as prose lines to edit
-PEERS = ("langchain", "llamaindex", "llamaindex+cache")
+PEERS = ("langchain", "llamaindex", "llamaindex+cache", "cocoindex")
+# CocoIndex's splitter counts bytes and merges pieces below a minimum; this is its own default
+# (chunk_size / 2), passed explicitly so the table can say what it was.
+COCO_MIN_CHUNK = MAX_CHARS // 2
+COCO_TABLE = "chunks"
 SPLITTERS = {
     "ragd": f"ragd's own markdown chunker (sections, {MAX_CHARS} chars, overlap {OVERLAP})",
     "langchain": (
@@ -70,6 +91,10 @@ SPLITTERS = {
     ),
 }
 SPLITTERS["llamaindex+cache"] = SPLITTERS["llamaindex"]
+SPLITTERS["cocoindex"] = (
+    f'RecursiveSplitter(language="markdown", chunk_size={MAX_CHARS}, '
+    f"min_chunk_size={COCO_MIN_CHUNK}, chunk_overlap={OVERLAP}), in bytes"
+)
 
 
 # --------------------------------------------------------------------------- shared helpers
@@ -168,22 +193,37 @@ class LazyModel:
         self.model_dir = model_dir
         self._model: Any = None
 
-    def encode(self, texts: list[str]) -> list[list[float]]:
-        """Encode texts the way ragd does: one thread, model2vec batches of BATCH_SIZE."""
+    def encode_array(self, texts: list[str]) -> Any:
+        """Encode texts the way ragd does: one thread, model2vec batches of BATCH_SIZE; a
+        numpy array, one row per text."""
         if self._model is None:
             from model2vec import StaticModel
 
             self._model = StaticModel.from_pretrained(str(self.model_dir))
-        vectors = self._model.encode(texts, batch_size=BATCH_SIZE, use_multiprocessing=False)
-        return [[float(x) for x in row] for row in vectors]
+        return self._model.encode(texts, batch_size=BATCH_SIZE, use_multiprocessing=False)
+
+    def encode(self, texts: list[str]) -> list[list[float]]:
+        """encode_array as lists of floats, as LangChain and LlamaIndex take vectors."""
+        return [[float(x) for x in row] for row in self.encode_array(texts)]
 
 
 # --------------------------------------------------------------------------- peer workers
 
 
-def worker_langchain(root: Path, state: Path, model_dir: Path, cached: bool) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Job:
+    """What one worker process is asked to do."""
+
+    root: Path  # the corpus copy to index
+    state: Path  # the system's persisted state
+    model_dir: Path
+    cached: bool  # llamaindex+cache: use the per-text embeddings cache
+    gone: str | None  # a document just deleted: report how many of its chunks are left
+
+
+def worker_langchain(job: Job) -> dict[str, Any]:
     """One LangChain indexing pass; state: SQLite record manager + JSON vector store."""
-    del cached  # the record manager already skips unchanged chunks
+    root, state, model_dir = job.root, job.state, job.model_dir
     from langchain_classic.indexes import SQLRecordManager
     from langchain_core.documents import Document
     from langchain_core.embeddings import Embeddings
@@ -247,17 +287,23 @@ def worker_langchain(root: Path, state: Path, model_dir: Path, cached: bool) -> 
         key_encoder="sha256",
     )
     store.dump(str(vectors_path))
+    seconds = time.perf_counter() - started
+    left = None
+    if job.gone is not None:
+        left = sum(1 for doc in store.store.values() if doc["metadata"]["source"] == job.gone)
     return {
-        "seconds": time.perf_counter() - started,
+        "seconds": seconds,
         "embedded": embeddings.count,
         "chunks": chunks,
         "stored": len(store.store),
+        "left": left,
         "detail": dict(result),
     }
 
 
-def worker_llamaindex(root: Path, state: Path, model_dir: Path, cached: bool) -> dict[str, Any]:
+def worker_llamaindex(job: Job) -> dict[str, Any]:
     """One LlamaIndex ingestion pass; state: persisted docstore + JSON vector store."""
+    root, state, model_dir, cached = job.root, job.state, job.model_dir, job.cached
     from llama_index.core import Document
     from llama_index.core.bridge.pydantic import PrivateAttr
     from llama_index.core.embeddings import BaseEmbedding
@@ -332,19 +378,157 @@ def worker_llamaindex(root: Path, state: Path, model_dir: Path, cached: bool) ->
     vector_store.persist(str(vectors_path))
     if embeddings_cache is not None:
         embeddings_cache.persist(str(cache_path))
+    seconds = time.perf_counter() - started
+    left = None
+    if job.gone is not None:  # nodes keep the id of the document they came from
+        refs = vector_store.data.text_id_to_ref_doc_id.values()
+        left = sum(1 for ref in refs if ref == job.gone)
     return {
-        "seconds": time.perf_counter() - started,
+        "seconds": seconds,
         "embedded": embed.count,
         "chunks": len(nodes),
         "stored": len(vector_store.data.embedding_dict),
+        "left": left,
         "detail": {"documents": len(documents), "nodes_processed": len(nodes)},
     }
 
 
-WORKERS: dict[str, Callable[[Path, Path, Path, bool], dict[str, Any]]] = {
+def model_dimension(model_dir: Path) -> int:
+    """The model's vector size from its config, so a run that embeds nothing need not load it
+    (CocoIndex wants the LanceDB column's size before the first row)."""
+    config = json.loads((model_dir / "config.json").read_text())
+    return int(config["hidden_dim"])
+
+
+def cocoindex_app(
+    root: Path, state: Path, model_dir: Path, live: bool = False
+) -> tuple[Any, dict[str, int]]:
+    """CocoIndex's app for root: walk the *.md files, one memoized component per file that
+    splits it (Markdown-aware) and declares one LanceDB row per chunk, with a memoized per-text
+    embedding; its internal state (LMDB) and the LanceDB table live under state.
+
+    Returns the app and counters of this process (texts embedded, chunks split). It registers
+    the default environment's lifespan, so call it once per process. Used by the `cocoindex`
+    worker (catch-up updates) and, with live=True, by live_edit.py (a live update).
+    """
+    os.environ.update(OFFLINE_ENV)  # before the import: the engine reads it when it loads
+    from typing import Annotated
+
+    import cocoindex as coco
+    import numpy as np
+    from cocoindex.connectors import lancedb as coco_lancedb
+    from cocoindex.connectors import localfs
+    from cocoindex.ops.text import RecursiveSplitter
+    from cocoindex.resources.chunk import Chunk
+    from cocoindex.resources.file import FileLike, PatternFilePathMatcher
+    from cocoindex.resources.id import IdGenerator
+    from cocoindex.resources.schema import VectorSchema
+    from numpy.typing import NDArray
+
+    counts = {"embedded": 0, "chunks": 0}
+    model = LazyModel(model_dir)
+    splitter = RecursiveSplitter()
+    # The source root as a context key makes each file's key its path relative to the root.
+    source_dir = coco.ContextKey[Path]("ragd_peers_source")
+    lance = coco.ContextKey[coco_lancedb.LanceAsyncConnection]("ragd_peers_lancedb")
+    vector = VectorSchema(dtype=np.dtype(np.float32), size=model_dimension(model_dir))
+    # Built with real types: this module's annotations are strings CocoIndex could not resolve.
+    row_type = make_dataclass(
+        "ChunkRow",
+        [("id", int), ("path", str), ("text", str), ("embedding", Annotated[NDArray, vector])],
+    )
+
+    @coco.fn.as_async(batching=True, max_batch_size=BATCH_SIZE)
+    def embed_batch(texts: list[str]) -> list[Any]:
+        """The model on a batch of the texts waiting to be embedded, counted."""
+        counts["embedded"] += len(texts)
+        return [np.asarray(row, dtype=np.float32) for row in model.encode_array(texts)]
+
+    @coco.fn(memo=True)
+    async def embed(text: str) -> Any:
+        """One text's vector, memoized: a text seen before is not sent to the model again."""
+        return await embed_batch(text)
+
+    @coco.fn
+    async def declare_chunk(chunk: Chunk, path: str, ids: IdGenerator, table: Any) -> None:
+        row_id = await ids.next_id(chunk.text)  # stable: the same text keeps its id
+        embedding = await embed(chunk.text)
+        table.declare_row(row=row_type(id=row_id, path=path, text=chunk.text, embedding=embedding))
+
+    @coco.fn(memo=True)
+    async def index_file(file: FileLike, table: Any) -> None:
+        """A file's rows; skipped whole while the file is unchanged (mtime, then content)."""
+        text = await file.read_text()
+        chunks = splitter.split(
+            text,
+            MAX_CHARS,
+            min_chunk_size=COCO_MIN_CHUNK,
+            chunk_overlap=OVERLAP,
+            language="markdown",
+        )
+        counts["chunks"] += len(chunks)
+        path = file.file_path.path.as_posix()
+        await coco.map(declare_chunk, chunks, path, IdGenerator(), table)
+
+    @coco.fn
+    async def app_main() -> None:
+        schema = await coco_lancedb.TableSchema.from_class(row_type, primary_key=["id"])
+        table = await coco_lancedb.mount_table_target(lance, COCO_TABLE, schema)
+        matcher = PatternFilePathMatcher(included_patterns=["**/*.md"])
+        # live: the walk can be watched (by an update with live=True); a plain walk otherwise.
+        files = localfs.walk_dir(source_dir, recursive=True, path_matcher=matcher, live=live)
+        await coco.mount_each(index_file, files.items(), table)
+
+    @coco.lifespan
+    async def lifespan(builder: Any) -> Any:
+        builder.settings.db_path = state / "cocoindex.db"
+        builder.provide(source_dir, root)
+        builder.provide(lance, await coco_lancedb.connect_async(str(state / "lancedb")))
+        yield
+
+    return coco.App("ragd_peers", app_main), counts
+
+
+def cocoindex_rows(state: Path, where: str | None = None) -> int:
+    """Rows in CocoIndex's LanceDB table (matching a SQL filter), read as a reader would."""
+    import lancedb
+
+    table = lancedb.connect(str(state / "lancedb")).open_table(COCO_TABLE)
+    return int(table.count_rows(where))
+
+
+def worker_cocoindex(job: Job) -> dict[str, Any]:
+    """One CocoIndex catch-up update; state: its LMDB database + the LanceDB table."""
+    os.environ.update(OFFLINE_ENV)  # before the first import of cocoindex
+    # The imports cocoindex_app needs, done before the clock starts, as for the other peers.
+    import cocoindex as coco
+    import cocoindex.connectors.lancedb
+    import cocoindex.connectors.localfs
+    import cocoindex.ops.text
+
+    started = time.perf_counter()
+    app, counts = cocoindex_app(job.root, job.state, job.model_dir)
+    app.update_blocking()  # opens the state (lifespan), processes what changed, commits
+    coco.stop_blocking()  # closes the environment and its database
+    seconds = time.perf_counter() - started
+    left = None
+    if job.gone is not None:
+        left = cocoindex_rows(job.state, f"path = '{job.gone.replace(chr(39), chr(39) * 2)}'")
+    return {
+        "seconds": seconds,
+        "embedded": counts["embedded"],
+        "chunks": counts["chunks"],
+        "stored": cocoindex_rows(job.state),
+        "left": left,
+        "detail": {},
+    }
+
+
+WORKERS: dict[str, Callable[[Job], dict[str, Any]]] = {
     "langchain": worker_langchain,
     "llamaindex": worker_llamaindex,
     "llamaindex+cache": worker_llamaindex,
+    "cocoindex": worker_cocoindex,
 }
 
 
@@ -360,6 +544,8 @@ class Run:
     embedded: int
     chunks: int
     rss_mib: int
+    removed: int | None = None  # chunks deleted from the store by this run
+    left: int | None = None  # after a delete: chunks of the deleted document still stored
 
 
 @dataclass
@@ -371,6 +557,7 @@ class Result:
     fulls: list[Run] = field(default_factory=list)
     noop: list[Run] = field(default_factory=list)
     edit: Run | None = None
+    delete: Run | None = None
 
     @property
     def full(self) -> Run:
@@ -399,11 +586,9 @@ class Result:
 
 
 def run_process(argv: list[str]) -> tuple[bytes, float, int]:
-    """Run a command; return its stdout, wall seconds and peak RSS in MiB."""
+    """Run a command offline; return its stdout, wall seconds and peak RSS in MiB."""
     started = time.perf_counter()
-    process = subprocess.Popen(
-        argv, stdout=subprocess.PIPE, env=dict(os.environ, HF_HUB_OFFLINE="1")
-    )
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, env=dict(os.environ, **OFFLINE_ENV))
     assert process.stdout is not None
     output = process.stdout.read()
     _, status, usage = os.wait4(process.pid, 0)
@@ -412,6 +597,21 @@ def run_process(argv: list[str]) -> tuple[bytes, float, int]:
     if code != 0:
         raise SystemExit(f"{argv[0]} {' '.join(argv[1:4])} ... failed with exit code {code}")
     return output, seconds, usage.ru_maxrss // 1024
+
+
+def ragd_config(home: Path, root: Path, state: Path, model: Path) -> Path:
+    """ragd's config: one folder source, the chunk sizes the peers get, and the second stage
+    off (none of the peers has one, and it would embed every chunk again)."""
+    config = home / "config.toml"
+    config.write_text(
+        f'[daemon]\ndata_dir = "{state}"\n'
+        f'[embedding]\nmodel = "{model}"\n'
+        "[rerank]\nenabled = false\n"
+        f"[chunking]\nmax_chars = {MAX_CHARS}\noverlap = {OVERLAP}\n"
+        f'[[sources]]\nname = "bench"\ntype = "folder"\npath = "{root}"\n'
+        'include = ["**/*.md"]\n'
+    )
+    return config
 
 
 def run_ragd(ragd: Path, config: Path) -> Run:
@@ -425,30 +625,29 @@ def run_ragd(ragd: Path, config: Path) -> Run:
         chunks["embedded"],
         chunks["embedded"] + chunks["reused"],
         rss,
+        removed=chunks["deleted"],
     )
 
 
-def run_peer(peer: str, root: Path, state: Path, model: Path) -> Run:
-    """One worker process of this script for a peer."""
-    result_file = state / "result.json"
-    _, wall, rss = run_process(
-        [
-            sys.executable,
-            str(Path(__file__).resolve()),
-            "--worker",
-            peer,
-            "--root",
-            str(root),
-            "--state",
-            str(state),
-            "--model",
-            str(model),
-            "--result",
-            str(result_file),
-        ]
-    )
+def ragd_chunks_of(ragd: Path, config: Path, path: str) -> int:
+    """BM25 hits in document `path` for the edit's sentence, which its edited chunk holds:
+    after the document is deleted there must be none (and before, at least one)."""
+    query = ["query", "--mode", "bm25", "--path", path, "-k", "1000", "--json"]
+    output, _, _ = run_process([str(ragd), "--config", str(config), *query, EDIT_SENTENCE.strip()])
+    return sum(1 for hit in json.loads(output)["results"] if hit["path"] == path)
+
+
+def run_peer(peer: str, python: Path, job: Job) -> tuple[Run, int]:
+    """One worker process of this script for a peer; the run and the chunks stored after."""
+    result_file = job.state / "result.json"
+    argv = [str(python), str(Path(__file__).resolve()), "--worker", peer]
+    argv += ["--root", str(job.root), "--state", str(job.state), "--model", str(job.model_dir)]
+    argv += ["--result", str(result_file)] + (["--gone", job.gone] if job.gone else [])
+    _, wall, rss = run_process(argv)
     report = json.loads(result_file.read_text())
-    return Run(wall, report["seconds"], report["embedded"], report["chunks"], rss)
+    run = Run(wall, report["seconds"], report["embedded"], report["chunks"], rss)
+    run.left = report.get("left")
+    return run, int(report["stored"])
 
 
 def prepare(corpus: Path, work: Path) -> Path:
@@ -468,41 +667,45 @@ def prepare(corpus: Path, work: Path) -> Path:
 def bench_system(
     system: str, pristine: Path, work: Path, edit: Edit, args: argparse.Namespace
 ) -> Result:
-    """Full index, no-op re-indexes and the one-section edit for one system."""
+    """Full index, no-op re-indexes, the one-section edit and the delete for one system."""
     home = work / system.replace("+", "-")
     root = home / "corpus"
     shutil.copytree(pristine, root, symlinks=True)
     state = home / "state"
-    if system == "ragd":
-        config = home / "config.toml"
-        config.write_text(
-            f'[daemon]\ndata_dir = "{state}"\n'
-            f'[embedding]\nmodel = "{args.model.resolve()}"\n'
-            f"[chunking]\nmax_chars = {MAX_CHARS}\noverlap = {OVERLAP}\n"
-            f'[[sources]]\nname = "bench"\ntype = "folder"\npath = "{root}"\n'
-            'include = ["**/*.md"]\n'
-        )
+    model = args.model.resolve()
+    config = ragd_config(home, root, state, model)
+    stored = 0  # peers: chunks in the store after the previous run
 
-        def once() -> Run:
-            return run_ragd(args.ragd, config)
-    else:
-
-        def once() -> Run:
-            return run_peer(system, root, state, args.model.resolve())
+    def once(gone: str | None = None) -> Run:
+        nonlocal stored
+        if system == "ragd":
+            run = run_ragd(args.ragd, config)
+            if gone is not None:
+                run.left = ragd_chunks_of(args.ragd, config, gone)
+            return run
+        job = Job(root, state, model, system == "llamaindex+cache", gone)
+        run, after = run_peer(system, args.peer_python[system], job)
+        run.removed, stored = max(0, stored - after), after
+        return run
 
     result = Result(system, SPLITTERS[system])
     for number in range(args.full_runs):
         print(f"  {system}: full index {number + 1} ...", file=sys.stderr, flush=True)
         shutil.rmtree(state, ignore_errors=True)
         state.mkdir()
+        stored = 0
         result.fulls.append(once())
     for _ in range(args.noop_runs):
         result.noop.append(once())
     apply_edit(root, edit)
     result.edit = once()
+    if system == "ragd" and not ragd_chunks_of(args.ragd, config, edit.path):
+        raise SystemExit(f"ragd: no BM25 hit for the edit in {edit.path}; the delete check is void")
+    (root / edit.path).unlink()
+    result.delete = once(gone=edit.path)
     print(
         f"  {system}: full {result.full_wall_s:.1f} s, no-op {result.noop_wall_s:.1f} s, "
-        f"edit embedded {result.edit.embedded}",
+        f"edit embedded {result.edit.embedded}, delete left {result.delete.left}",
         file=sys.stderr,
         flush=True,
     )
@@ -510,13 +713,14 @@ def bench_system(
 
 
 def print_table(results: list[Result], files: int, edit: Edit, args: argparse.Namespace) -> None:
-    """One markdown table of the figures, and the in-process times beside them."""
+    """Markdown tables of the figures: the runs, the in-process times, the delete."""
     print(
         f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
     )
     print(f"corpus:  {args.corpus} ({files} .md files)")
     print(f"model:   {args.model}")
     print(f"edit:    {edit.path}, line {edit.line + 1}, in section {edit.heading!r}")
+    print(f"delete:  {edit.path}, after the edit")
     print()
     print(
         "| system | chunks | full index s | no-op re-index s | edit re-index s "
@@ -533,18 +737,51 @@ def print_table(results: list[Result], files: int, edit: Edit, args: argparse.Na
     print()
     print("In-process seconds (interpreter start-up and imports excluded):")
     print()
-    print("| system | full index s | no-op re-index s | edit re-index s |")
-    print("|---|---|---|---|")
+    print("| system | full index s | no-op re-index s | edit re-index s | delete re-index s |")
+    print("|---|---|---|---|---|")
     for r in results:
-        assert r.edit is not None
-        print(f"| {r.system} | {r.full_work_s:.2f} | {r.noop_work_s:.2f} | {r.edit.work_s:.2f} |")
+        assert r.edit is not None and r.delete is not None
+        print(
+            f"| {r.system} | {r.full_work_s:.2f} | {r.noop_work_s:.2f} | {r.edit.work_s:.2f} "
+            f"| {r.delete.work_s:.2f} |"
+        )
+    print()
+    print("One-file delete (a new process after the edited document was deleted):")
+    print()
+    print("| system | delete re-index s | in-process s | chunks removed | its chunks left |")
+    print("|---|---|---|---|---|")
+    for r in results:
+        assert r.delete is not None
+        print(
+            f"| {r.system} | {r.delete.wall_s:.2f} | {r.delete.work_s:.2f} | {r.delete.removed} "
+            f"| {r.delete.left} |"
+        )
     print()
     print(
         f"full index: median of {args.full_runs} processes, each into empty state; "
-        f"no-op: median of {args.noop_runs} processes; edit: one process. Splitters:"
+        f"no-op: median of {args.noop_runs} processes; edit, delete: one process each. "
+        "Splitters:"
     )
     for r in results:
         print(f"- {r.system}: {r.splitter}")
+
+
+def peer_pythons(pairs: list[str], systems: list[str]) -> dict[str, Path]:
+    """The interpreter of each peer: --peer-python NAME=PATH, else the default for it
+    (CocoIndex's own venv), else this one."""
+    pythons = {peer: DEFAULT_PEER_PYTHON.get(peer, Path(sys.executable)) for peer in PEERS}
+    for pair in pairs:
+        name, _, path = pair.partition("=")
+        if name not in PEERS or not path:
+            raise SystemExit(f"--peer-python wants NAME=PATH with NAME one of {', '.join(PEERS)}")
+        pythons[name] = Path(path)
+    for system in systems:
+        if system in pythons and not pythons[system].exists():
+            raise SystemExit(
+                f"{system}: no interpreter at {pythons[system]} (see bench/peers/README.md, "
+                f"or pass --peer-python {system}=PATH)"
+            )
+    return pythons
 
 
 def main() -> None:
@@ -557,10 +794,20 @@ def main() -> None:
         default=",".join(("ragd", *PEERS)),
         help="comma-separated subset of: ragd," + ",".join(PEERS),
     )
+    parser.add_argument(
+        "--peer-python",
+        action="append",
+        default=[],
+        metavar="NAME=PATH",
+        help="the interpreter a peer's workers run under (repeatable); default: "
+        f"cocoindex={DEFAULT_PEER_PYTHON['cocoindex'].relative_to(REPO)}, "
+        "the others this script's interpreter",
+    )
     parser.add_argument("--full-runs", type=int, default=3)
     parser.add_argument("--noop-runs", type=int, default=3)
     parser.add_argument(
-        "--edit-file", help="the document to edit, relative to CORPUS (default: a typical one)"
+        "--edit-file",
+        help="the document to edit, then delete, relative to CORPUS (default: a typical one)",
     )
     parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
     # Internal: one peer indexing pass in this process.
@@ -568,19 +815,19 @@ def main() -> None:
     parser.add_argument("--root", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--state", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--result", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--gone", help=argparse.SUPPRESS)
     args = parser.parse_args()
 
     if args.worker:
-        report = WORKERS[args.worker](
-            args.root, args.state, args.model, args.worker == "llamaindex+cache"
-        )
-        args.result.write_text(json.dumps(report))
+        job = Job(args.root, args.state, args.model, args.worker == "llamaindex+cache", args.gone)
+        args.result.write_text(json.dumps(WORKERS[args.worker](job)))
         return
 
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     unknown = set(systems) - {"ragd", *PEERS}
     if unknown:
         parser.error(f"unknown systems: {', '.join(sorted(unknown))}")
+    args.peer_python = peer_pythons(args.peer_python, systems)
     with tempfile.TemporaryDirectory(prefix="ragd-peers-") as tmp:
         work = Path(tmp)
         pristine = prepare(args.corpus.resolve(), work)
