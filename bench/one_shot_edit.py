@@ -102,7 +102,9 @@ def main() -> None:
     print(
         f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
     )
-    whole, reported, here = [], [], []
+    whole: list[float] = []
+    reported: list[float] = []
+    here: list[float] = []
     with tempfile.TemporaryDirectory(prefix="ragd-one-shot-") as tmp:
         work = Path(tmp)
         root = work / "docs"
@@ -135,8 +137,8 @@ def main() -> None:
     ]
     print("| one-section edit, `ragd index` | median s |")
     print("|---|---|")
-    for name, seconds in rows:
-        print(f"| {name} | {statistics.median(seconds):.3f} |")
+    for name, runs in rows:
+        print(f"| {name} | {statistics.median(runs):.3f} |")
 
 
 if __name__ == "__main__":
