@@ -90,9 +90,11 @@ def test_loopback_addresses_are_told_apart(host: str, loopback: bool) -> None:
     assert is_loopback(host) is loopback
 
 
-def _deferred(built: list[str], fail: bool = False) -> _Deferred:
+def _deferred(built: list[str], fail: bool = False, sessions_fail: bool = False) -> _Deferred:
     @asynccontextmanager
     async def sessions() -> AsyncIterator[None]:
+        if sessions_fail:
+            raise RuntimeError("task group already running")
         built.append("sessions started")
         try:
             yield
@@ -151,3 +153,16 @@ def test_an_mcp_app_that_cannot_be_built_answers_503_saying_why() -> None:
 
     assert status == 503
     assert "no module named 'mcp'" in json.loads(body)["error"]["message"]
+
+
+def test_mcp_sessions_that_cannot_start_answer_503_and_the_server_goes_on() -> None:
+    deferred = _deferred([], sessions_fail=True)
+
+    async def serve() -> list[tuple[int, bytes]]:
+        async with deferred.lifespan():
+            return [await _ask(deferred), await _ask(deferred)]
+
+    answers = asyncio.run(serve())
+
+    assert [status for status, _ in answers] == [503, 503]
+    assert "task group already running" in json.loads(answers[0][1])["error"]["message"]

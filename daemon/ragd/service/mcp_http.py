@@ -135,15 +135,14 @@ class _Deferred:
         await asked.wait()
         try:
             app, sessions = self._build()
-        except Exception as exc:  # a broken SDK install must not take the daemon with it
-            self._error = f"{type(exc).__name__}: {exc}"
+            async with sessions():
+                self._app = app
+                ready.set()
+                await anyio.sleep_forever()
+        except Exception as exc:  # a broken SDK must not take the daemon's HTTP with it
+            self._app, self._error = None, f"{type(exc).__name__}: {exc}"
             log.error("mcp_unavailable", error=self._error)
             ready.set()
-            return
-        async with sessions():
-            self._app = app
-            ready.set()
-            await anyio.sleep_forever()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self._asked is None or self._ready is None:
