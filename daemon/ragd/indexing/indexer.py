@@ -201,7 +201,7 @@ class Indexer:
             if self._pass.stopping():
                 return same_stat
             state = state_of(entry[0])
-            if state is not None and state == entry and not full:
+            if state == entry and not full:
                 same_stat.append(entry)
             else:
                 todo.append((entry, state is not None))
