@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 from ragd.adapters import lancedb as adapter
-from ragd.adapters.arrow import ChunkIdsByRow
+from ragd.adapters.arrow import ChunkIdsByRow, use_system_allocator, vector_batch
 from ragd.embedding.static import Model2VecEmbedder
 from ragd.stores.vectors import VectorRow, VectorStore
 from tests.conftest import MODEL_DIR
@@ -50,6 +50,23 @@ def test_rows_added_later_must_have_higher_row_ids() -> None:
     assert len(ids) == 4
     with pytest.raises(ValueError, match="not above"):
         ids.extend(held([6], ["b"]))
+
+
+def test_arrow_buffers_come_from_malloc_once_the_system_allocator_is_chosen() -> None:
+    chosen_before = pa.default_memory_pool()
+    try:
+        use_system_allocator()
+        malloc = pa.system_memory_pool()
+        before = malloc.bytes_allocated()
+        ids = [f"chunk-{n:06d}" for n in range(10_000)]
+
+        batch = vector_batch(ids, ids, np.zeros((len(ids), 4), dtype=np.float32))
+
+        assert pa.default_memory_pool().backend_name == "system"
+        assert malloc.bytes_allocated() - before >= 2 * 12 * len(ids)  # both id columns
+        del batch
+    finally:
+        pa.set_memory_pool(chosen_before)
 
 
 def test_the_installed_lancedb_is_a_version_holding_chunk_ids_was_tested_with() -> None:

@@ -2,7 +2,8 @@
 
 Owns the Arrow schema of the chunk vector table (chunk_id, doc_id, a fixed-size list of
 float32), building a batch of rows from plain ids and a float32 matrix, and
-`ChunkIdsByRow`, the chunk ids a long-lived reader keeps by LanceDB row id. Only
+`ChunkIdsByRow`, the chunk ids a long-lived reader keeps by LanceDB row id; and which
+allocator Arrow's buffers come from. Besides `ragd serve` choosing that allocator, only
 `ragd.adapters.lancedb` imports this module; pyarrow is imported on first use, since
 lancedb imports it anyway and commands that never touch vectors need neither.
 """
@@ -19,6 +20,20 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 RowIdArray = npt.NDArray[np.uint64]
+
+
+def use_system_allocator() -> None:
+    """Allocate Arrow buffers with the C library's malloc from now on.
+
+    pyarrow's default pool (mimalloc or jemalloc, by build) keeps the pages a freed buffer
+    used for its own later allocations. In a daemon that converts rows on every commit
+    and query they pile up (~100 MiB after four minutes of the soak). From malloc they
+    go where the rest of the process's memory goes, which `ragd.adapters.allocator`
+    limits and trims. Buffers allocated before the call stay in the old pool.
+    """
+    import pyarrow as pa
+
+    pa.set_memory_pool(pa.system_memory_pool())
 
 
 def vector_schema(dim: int) -> pa.Schema:

@@ -582,11 +582,14 @@ def serve(state: _State, reader: bool) -> int:
     """
     # uvicorn, apscheduler and watchdog: only the daemon needs them.
     from ragd.adapters.allocator import limit_arenas
+    from ragd.adapters.arrow import use_system_allocator
     from ragd.service.logs import configure_logging
 
     # Before the daemon's threads start: they share SERVE_ARENAS malloc arenas rather
-    # than keeping one each (ragd.adapters.allocator says why).
+    # than keeping one each, and Arrow allocates from those arenas rather than keeping a
+    # pool of its own (ragd.adapters.allocator and ragd.adapters.arrow say why).
     limit_arenas(SERVE_ARENAS)
+    use_system_allocator()
     runtime = state.runtime()
     configure_logging(runtime.config.daemon.log_format, runtime.config.daemon.log_level)
     if reader:
