@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from ragd.errors import LockedError
@@ -17,12 +18,13 @@ from ragd.indexing.chunking import ChunkSettings
 from ragd.indexing.indexer import Indexer
 from ragd.indexing.pipeline import MAX_CHUNKS_PER_DOCUMENT, Pipeline, manifest_keyword_rows
 from ragd.sources.folders import FileContent, FolderSource
-from ragd.stores.agreement import compare_ids, compare_stores
+from ragd.stores.agreement import IdDigest, compare_ids, compare_stores
 from ragd.stores.data_dir import DataDir, WriterLock, WriterStores
 from ragd.stores.keywords import KeywordStore
 from ragd.stores.manifest import Manifest
 from ragd.stores.manifest_reader import ManifestReader
 from ragd.stores.records import SKIPPED_LISTED, SkippedFiles, format_time
+from ragd.stores.vectors import VectorRow
 from tests.conftest import FakeEmbedder
 from tests.test_keywords import _old_schema_index
 
@@ -688,3 +690,33 @@ def test_a_chunk_missing_from_both_manifest_reads_or_orphaned_is_still_reported(
     assert not settled.agree
     assert settled.missing_from_lancedb == {"b"}
     assert settled.orphans_in_tantivy == {"z"}
+
+
+def test_ids_in_any_order_have_one_digest_and_a_swapped_id_another() -> None:
+    ids = [f"doc#{n}" for n in range(1000)]
+    swapped = [*ids[:-1], "elsewhere#0"]
+
+    assert IdDigest.of(ids) == IdDigest.of(reversed(ids))
+    assert IdDigest.of(swapped) != IdDigest.of(ids)
+    assert IdDigest.of(swapped).count == IdDigest.of(ids).count
+
+
+def test_a_chunk_swapped_for_an_orphan_in_lancedb_is_reported_though_the_counts_agree(
+    harness: Harness,
+) -> None:
+    (harness.root / "guide.md").write_text(DOC)
+    harness.run()
+    stores = WriterStores(harness.data, keyword_rows=manifest_keyword_rows)
+    try:
+        vectors = stores.vectors(harness.embedder.dim)
+        lost = sorted(vectors.chunk_ids())[0]
+        vectors.delete_chunks([lost])
+        vectors.upsert([VectorRow("orphan#0", "orphan", np.ones(harness.embedder.dim, np.float32))])
+
+        found = compare_stores(stores.manifest, vectors, stores.keywords())
+    finally:
+        stores.close()
+
+    assert found.lancedb_chunks == found.manifest_chunks == found.tantivy_chunks
+    assert found.missing_from_lancedb == {lost}
+    assert found.orphans_in_lancedb == {"orphan#0"}

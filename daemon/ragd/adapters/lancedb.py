@@ -304,8 +304,8 @@ class VectorTable:
 
     # -- reads -----------------------------------------------------------------------------
 
-    def column(self, name: str) -> list[Any]:
-        """Every row's value of one column."""
+    def column(self, name: str) -> Iterator[Any]:
+        """Every row's value of one column, in no set order."""
         found = self._run("read", self._lance_table.query().select([name]).to_arrow())
         return column_values(found, name)
 

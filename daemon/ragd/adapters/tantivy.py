@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -195,14 +195,15 @@ class TextIndex:
         """The number of live (not deleted) documents."""
         return int(self._index.searcher().num_docs)
 
-    def chunk_ids(self) -> set[str]:
-        """The stored chunk_id of every live document."""
+    def chunk_ids(self) -> Iterator[str]:
+        """The stored chunk_id of every live document, in no set order."""
         searcher = self._index.searcher()
         total = searcher.num_docs
         if total == 0:
-            return set()  # Tantivy panics on a search limit of 0
+            return  # Tantivy panics on a search limit of 0
         hits = searcher.search(tantivy.Query.all_query(), limit=total, count=False).hits
-        return {str(searcher.doc(address).get_first("chunk_id")) for _, address in hits}
+        for _, address in hits:
+            yield str(searcher.doc(address).get_first("chunk_id"))
 
     def doc_freqs(self, terms: Sequence[str]) -> tuple[int, list[int]]:
         """The number of live documents, and how many live and deleted-but-unmerged

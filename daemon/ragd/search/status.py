@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from ragd.search.staleness import SourcePolicy, stale_reasons
-from ragd.stores.agreement import Agreement, compare_ids
+from ragd.stores.agreement import Agreement, compare_stores
 from ragd.stores.keywords import KeywordStore
 from ragd.stores.manifest_reader import ManifestReader
 from ragd.stores.records import DocumentRecord, SkippedFiles, format_time, parse_time
@@ -152,7 +152,6 @@ def build_status(
     a running writer committed or removed in between is in flight, not a disagreement.
     """
     now = datetime.now(UTC)
-    listed_before = manifest.chunk_ids()
     configured: Mapping[str, SourceInfo] = {s.name: s for s in sources}
     names = [s.name for s in sources] + sorted(set(manifest.sources()) - set(configured))
     pending = manifest.pending_doc_ids()
@@ -177,9 +176,7 @@ def build_status(
                 skipped.get(name, SkippedFiles()),
             )
         )
-    in_tantivy = keywords.chunk_ids()
-    in_lance = vectors.chunk_ids()
-    agreement = compare_ids(listed_before, in_lance, in_tantivy, listed_after=manifest.chunk_ids())
+    agreement = compare_stores(manifest, vectors, keywords, writer_running=True)
     return StatusReport(
         generated_at=format_time(now),
         fingerprint=fingerprint,

@@ -18,7 +18,7 @@ re-embedded.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -200,7 +200,11 @@ class KeywordStore:
 
     def chunk_ids(self) -> set[str]:
         """Every chunk id in the index, read from the stored fields of all live documents."""
-        return set() if self._index is None else self._index.chunk_ids()
+        return set(self.iter_chunk_ids())
+
+    def iter_chunk_ids(self) -> Iterator[str]:
+        """Every chunk id in the index, one at a time, in no set order."""
+        return iter(()) if self._index is None else self._index.chunk_ids()
 
     def count(self) -> int:
         """The number of live (not deleted) chunks."""

@@ -205,7 +205,11 @@ class ManifestReader:
 
     def chunk_ids(self) -> set[str]:
         """Every chunk id the manifest lists."""
-        return {r[0] for r in self._conn.execute("SELECT chunk_id FROM chunks")}
+        return set(self.iter_chunk_ids())
+
+    def iter_chunk_ids(self) -> Iterator[str]:
+        """Every chunk id the manifest lists, one at a time, in no set order."""
+        return (r[0] for r in self._conn.execute("SELECT chunk_id FROM chunks"))
 
     def doc_ids_of_chunks(self, chunk_ids: Collection[str]) -> set[str]:
         """The documents owning some chunks."""

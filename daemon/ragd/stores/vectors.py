@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -294,7 +294,11 @@ class VectorStore:
 
     def chunk_ids(self) -> set[str]:
         """Every chunk id in the table (one scan of the chunk_id column)."""
-        return set() if self._rows is None else {str(v) for v in self._rows.column("chunk_id")}
+        return set(self.iter_chunk_ids())
+
+    def iter_chunk_ids(self) -> Iterator[str]:
+        """Every chunk id in the table, one at a time, in no set order."""
+        return iter(()) if self._rows is None else map(str, self._rows.column("chunk_id"))
 
     def count(self) -> int:
         """The number of rows."""
