@@ -2,11 +2,11 @@
 
 Owns comparing the chunk id sets of the manifest, LanceDB and Tantivy (what `ragd status`
 reports as `stores_agree`; by digests first, sets only when those differ), and
-reconciliation: orphan chunks a crash left in a search
-store are removed, and documents whose chunks a store lost go back to pending. The second
-stage's table lags the manifest by design (its vectors arrive later), so it is not part
-of the agreement; reconciling it makes it hold exactly the rows of the chunks whose
-second-stage vector is stored, from those stored vectors.
+reconciliation: orphan chunks a crash left in a search store are removed, and documents
+whose chunks a store lost go back to pending. The second stage's table lags the manifest
+by design (its vectors arrive later), so it is not part of the agreement; reconciling it
+makes it hold exactly the rows of the chunks whose second-stage vector is stored, from
+those stored vectors.
 """
 
 from __future__ import annotations
