@@ -24,7 +24,7 @@ from ragd.stores.keywords import KeywordStore
 from ragd.stores.manifest import Manifest
 from ragd.stores.manifest_reader import ManifestReader
 from ragd.stores.records import SKIPPED_LISTED, SkippedFiles, format_time
-from ragd.stores.vectors import VectorRow
+from ragd.stores.vectors import FIRST_STAGE, VectorRow, VectorStore
 from tests.conftest import FakeEmbedder
 from tests.test_keywords import _old_schema_index
 
@@ -720,3 +720,20 @@ def test_a_chunk_swapped_for_an_orphan_in_lancedb_is_reported_though_the_counts_
     assert found.lancedb_chunks == found.manifest_chunks == found.tantivy_chunks
     assert found.missing_from_lancedb == {lost}
     assert found.orphans_in_lancedb == {"orphan#0"}
+
+
+def test_read_handles_opened_before_a_commit_agree_beside_the_writer(harness: Harness) -> None:
+    (harness.root / "guide.md").write_text(DOC)
+    harness.run()
+    manifest = ManifestReader.open(harness.data.manifest)
+    vectors = VectorStore.open_readonly(harness.data.lancedb, name=FIRST_STAGE)
+    keywords = KeywordStore.open_readonly(harness.data.tantivy)
+    (harness.root / "guide.md").write_text(DOC.replace("quokka", "wombat"))
+    harness.run()  # a commit after the handles were opened: they show the chunks it replaced
+
+    try:
+        found = compare_stores(manifest, vectors, keywords, writer_running=True)
+    finally:
+        manifest.close()
+
+    assert found.agree

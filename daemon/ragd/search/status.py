@@ -148,8 +148,9 @@ def build_status(
     second stage is on), each source reports how many of its chunks have a stored
     second-stage vector.
 
-    The manifest's chunk ids are read before and after the search stores', so a chunk
-    a running writer committed or removed in between is in flight, not a disagreement.
+    The manifest's chunk ids are read before and after the search stores' (moved to
+    their latest commit in between), so a chunk a running writer committed or removed
+    meanwhile is in flight, not a disagreement.
     """
     now = datetime.now(UTC)
     configured: Mapping[str, SourceInfo] = {s.name: s for s in sources}

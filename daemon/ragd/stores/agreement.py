@@ -93,23 +93,33 @@ def compare_stores(
     """Compare the chunk ids of the manifest and both search stores.
 
     Each store is read into an `IdDigest` first; only when the digests differ are they
-    read again as sets, to say which chunks differ. With `writer_running`, the manifest
-    is read again after both stores (see `compare_ids`).
+    read again as sets, to say which chunks differ. With `writer_running` (read-only
+    handles beside a writer), each reading goes: the manifest, both search stores moved
+    to their latest commit, the manifest again. A batch committed in between then shows
+    as in flight (`compare_ids`), whenever the handles were opened.
     """
+
+    def latest() -> None:
+        if writer_running:
+            vectors.refresh()
+            keywords.refresh()
+
+    listed = IdDigest.of(manifest.iter_chunk_ids())
+    latest()
     digests = {
-        IdDigest.of(manifest.iter_chunk_ids()),
+        listed,
         IdDigest.of(vectors.iter_chunk_ids()),
         IdDigest.of(keywords.iter_chunk_ids()),
     }
     if writer_running:
         digests.add(IdDigest.of(manifest.iter_chunk_ids()))
     if len(digests) == 1:
-        count = digests.pop().count
-        return Agreement(count, count, count)
-    listed = manifest.chunk_ids()
+        return Agreement(listed.count, listed.count, listed.count)
+    listed_ids = manifest.chunk_ids()
+    latest()
     in_lance, in_tantivy = vectors.chunk_ids(), keywords.chunk_ids()
     after = manifest.chunk_ids() if writer_running else None
-    return compare_ids(listed, in_lance, in_tantivy, listed_after=after)
+    return compare_ids(listed_ids, in_lance, in_tantivy, listed_after=after)
 
 
 def compare_ids(
