@@ -61,6 +61,13 @@ def fake_embedder() -> FakeEmbedder:
     return FakeEmbedder()
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run the modules marked slow first: CI runs the suite on two workers, a module at a
+    time each, and a module whose fixture indexes a whole corpus for minutes would
+    otherwise start last and keep one worker busy alone at the end."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 TEST_BUCKET = "ragd-tests"
 
 

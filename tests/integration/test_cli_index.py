@@ -10,7 +10,7 @@ from ragd.stores.keywords import KeywordStore
 from ragd.stores.manifest_reader import ManifestReader
 from ragd.stores.vectors import VectorStore
 from tests.conftest import MODEL_DIR, write_config
-from tests.integration.conftest import copy_corpus, run_json, run_ragd
+from tests.integration.conftest import copy_corpus, ragd_in_process, run_json, run_ragd
 from tests.integration.daemon import small_root
 
 BODY = Path("docs/en/docs/tutorial/body.md")
@@ -168,7 +168,7 @@ def test_a_missing_source_root_fails_the_run_and_deletes_nothing(tmp_path: Path)
     run_json(config, "index")
     corpus.rename(tmp_path / "moved-away")
 
-    result = run_ragd(config, "index")
+    result = ragd_in_process(config, "index")
     status = run_json(config, "status")
 
     assert result.returncode == 1
@@ -190,7 +190,7 @@ def test_symlinks_and_special_files_a_scan_skipped_are_counted_and_listed_by_sta
 
     indexed = run_json(config, "index")
     status = run_json(config, "status")  # no daemon: what the scan saw was kept
-    text = run_ragd(config, "status").stdout
+    text = ragd_in_process(config, "status").stdout
 
     assert indexed["documents"]["added"] == 3
     assert status["sources"][0]["skipped"] == {

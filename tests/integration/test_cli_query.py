@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import GOLD
-from tests.integration.conftest import run_json, run_ragd
+from tests.integration.conftest import ragd_in_process, run_json, run_ragd
 
 RESULT_KEYS = {
     "rank",
@@ -103,7 +103,7 @@ def test_single_retriever_modes_rank_with_their_own_retriever_only(
 
 
 def test_a_100_kb_query_is_refused_with_exit_code_2(indexed_fastapi: Path) -> None:
-    result = run_ragd(indexed_fastapi, "query", "fastapi " * 12_800)
+    result = ragd_in_process(indexed_fastapi, "query", "fastapi " * 12_800)
 
     assert result.returncode == 2
     assert "limit" in result.stderr and "Traceback" not in result.stderr
@@ -119,7 +119,7 @@ def test_deeply_nested_parentheses_do_not_kill_the_process(indexed_fastapi: Path
 
 
 def test_a_query_of_only_punctuation_returns_normally(indexed_fastapi: Path) -> None:
-    result = run_ragd(indexed_fastapi, "query", "?!.,;:()[]{}<>-+*/\\\"'", "--json")
+    result = ragd_in_process(indexed_fastapi, "query", "?!.,;:()[]{}<>-+*/\\\"'", "--json")
 
     assert result.returncode in (0, 2), result.stderr
     assert "Traceback" not in result.stderr
@@ -146,7 +146,7 @@ def test_status_reports_the_source_and_agreeing_stores(indexed_fastapi: Path) ->
 
 
 def test_status_check_prints_one_line_and_exits_0_when_healthy(indexed_fastapi: Path) -> None:
-    result = run_ragd(indexed_fastapi, "status", "--check")
+    result = ragd_in_process(indexed_fastapi, "status", "--check")
 
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("RAGD OK - 155 documents")
@@ -154,7 +154,7 @@ def test_status_check_prints_one_line_and_exits_0_when_healthy(indexed_fastapi: 
 
 
 def test_status_text_gives_the_last_index_as_an_age(indexed_fastapi: Path) -> None:
-    result = run_ragd(indexed_fastapi, "status")
+    result = ragd_in_process(indexed_fastapi, "status")
 
     assert result.returncode == 0, result.stderr
     row = result.stdout.splitlines()[1].split()
@@ -163,7 +163,7 @@ def test_status_text_gives_the_last_index_as_an_age(indexed_fastapi: Path) -> No
 
 
 def test_status_stale_says_so_when_no_document_is_stale(indexed_fastapi: Path) -> None:
-    result = run_ragd(indexed_fastapi, "status", "--stale")
+    result = ragd_in_process(indexed_fastapi, "status", "--stale")
 
     assert result.returncode == 0, result.stderr
     assert result.stdout == "no stale documents\n"
@@ -172,7 +172,7 @@ def test_status_stale_says_so_when_no_document_is_stale(indexed_fastapi: Path) -
 def test_query_text_says_plainly_when_it_abstains(indexed_fastapi: Path) -> None:
     question = ("how long should sourdough bread proof",)
     body = run_json(indexed_fastapi, "query", *question)
-    printed = run_ragd(indexed_fastapi, "query", *question)
+    printed = ragd_in_process(indexed_fastapi, "query", *question)
 
     assert body["abstained"] is True
     assert printed.stdout.splitlines()[0].startswith(
@@ -181,7 +181,7 @@ def test_query_text_says_plainly_when_it_abstains(indexed_fastapi: Path) -> None
 
 
 def test_query_text_gives_each_hit_its_age(indexed_fastapi: Path) -> None:
-    printed = run_ragd(indexed_fastapi, "query", "request body", "-k", "2")
+    printed = ragd_in_process(indexed_fastapi, "query", "request body", "-k", "2")
 
     assert printed.returncode == 0, printed.stderr
     ages = [line for line in printed.stdout.splitlines() if line.startswith("    docs:")]
@@ -195,7 +195,7 @@ def test_query_without_an_index_says_what_to_do(tmp_path: Path) -> None:
     from tests.conftest import write_config
 
     config = write_config(tmp_path, corpus)
-    result = run_ragd(config, "query", "anything")
+    result = ragd_in_process(config, "query", "anything")
 
     assert result.returncode == 1
     assert "ragd index" in result.stderr
@@ -208,7 +208,7 @@ def test_a_bad_config_key_exits_2_naming_the_key(tmp_path: Path) -> None:
         '[chunking]\nmax_char = 900\n[[sources]]\nname = "d"\ntype = "folder"\npath = "."\n'
     )
 
-    result = run_ragd(config, "status")
+    result = ragd_in_process(config, "status")
 
     assert result.returncode == 2
     assert "max_char" in result.stderr
@@ -227,7 +227,9 @@ def test_expand_gives_each_hit_its_whole_section_as_context(indexed_fastapi: Pat
 
 
 def test_expand_prints_the_section_in_the_text_output(indexed_fastapi: Path) -> None:
-    result = run_ragd(indexed_fastapi, "query", "dependencies with yield", "-k", "1", "--expand")
+    result = ragd_in_process(
+        indexed_fastapi, "query", "dependencies with yield", "-k", "1", "--expand"
+    )
 
     assert result.returncode == 0, result.stderr
     hit = run_json(indexed_fastapi, "query", "dependencies with yield", "-k", "1", "--expand")
@@ -252,7 +254,7 @@ def test_search_fusion_setting_switches_hybrid_to_reciprocal_rank_fusion(
 
 def test_query_context_prints_the_block_its_json_carries(indexed_fastapi: Path) -> None:
     args = ("query", "dependencies with yield", "-k", "4", "--context", "--max-chars", "3000")
-    printed = run_ragd(indexed_fastapi, *args)
+    printed = ragd_in_process(indexed_fastapi, *args)
     body = run_json(indexed_fastapi, *args)
 
     assert printed.returncode == 0, printed.stderr

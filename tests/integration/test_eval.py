@@ -16,9 +16,10 @@ from typing import Any
 import pytest
 
 from tests.conftest import GOLD, REPO, RERANK_MODEL_DIR, SHARED, write_config
-from tests.integration.conftest import copy_corpus, run_json, run_ragd
+from tests.integration.conftest import copy_corpus, ragd_in_process, run_json
 
-pytestmark = pytest.mark.timeout(900)  # the fastapi-docs fixture embeds 2,781 chunks
+# The fastapi-docs fixture embeds 2,781 chunks with the second stage.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 BASELINE = json.loads((REPO / "tests" / "retrieval_baseline.json").read_text())
 TLDR_GOLD = SHARED / "eval" / "tldr-pages.jsonl"
 TLDR_ARCHIVE = SHARED / "corpora" / "tldr-pages.tar.gz"
@@ -143,7 +144,7 @@ def test_a_gold_set_for_another_corpus_is_refused_loudly(
         + "\n"
     )
 
-    result = run_ragd(fastapi_config, "eval", str(gold))
+    result = ragd_in_process(fastapi_config, "eval", str(gold))
 
     assert result.returncode == 2
     assert "not in the index" in result.stderr and "pages/common/tar.md" in result.stderr
@@ -163,7 +164,7 @@ def test_every_miss_names_the_gold_rank_in_each_retriever(fastapi_report: Report
 
 
 def test_the_text_report_lists_each_miss_with_its_ranks(fastapi_config: Path) -> None:
-    result = run_ragd(fastapi_config, "eval", str(GOLD), "--mode", "hybrid+rerank")
+    result = ragd_in_process(fastapi_config, "eval", str(GOLD), "--mode", "hybrid+rerank")
 
     assert result.returncode == 0, result.stderr
     miss_lines = [line for line in result.stdout.splitlines() if line.startswith("  miss ")]

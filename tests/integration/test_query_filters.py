@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import FASTAPI_DOCS, write_config
-from tests.integration.conftest import run_json, run_ragd
+from tests.integration.conftest import ragd_in_process, run_json
 from tests.integration.daemon import Served, small_root
 
 ADVANCED = FASTAPI_DOCS / "docs" / "en" / "docs" / "advanced"
@@ -79,7 +79,7 @@ def test_the_filter_applies_before_the_top_k_is_picked(two_sources: Path) -> Non
 
 
 def test_an_unknown_source_is_a_usage_error_naming_the_sources(two_sources: Path) -> None:
-    result = run_ragd(two_sources, "query", "cookie", "--source", "wiki")
+    result = ragd_in_process(two_sources, "query", "cookie", "--source", "wiki")
 
     assert result.returncode == 2
     assert "unknown source 'wiki'" in result.stderr and "advanced, docs" in result.stderr

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import run_json, run_ragd
+from tests.integration.conftest import ragd_in_process, run_json
 from tests.integration.daemon import Served, wait_until
 
 
@@ -198,7 +198,7 @@ def test_ragd_status_names_a_source_whose_last_poll_failed(tmp_path: Path, site:
 
     served, _ = run(tmp_path, site)
     try:
-        text = run_ragd(served.config, "status").stdout
+        text = ragd_in_process(served.config, "status").stdout
     finally:
         served.stop()
 

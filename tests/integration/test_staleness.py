@@ -16,7 +16,7 @@ from ragd.indexing.entries import EntryUpdate
 from ragd.service.runtime import Runtime
 from ragd.stores.jobs import JobQueue
 from tests.conftest import MODEL_DIR, write_config
-from tests.integration.conftest import run_json, run_ragd
+from tests.integration.conftest import ragd_in_process, run_json
 
 PAGES = {
     "alpha.md": "# Alpha\n\nAardvarks dig burrows at night.\n",
@@ -163,16 +163,16 @@ def test_status_numbers_match_the_manifest_and_check_follows_staleness(
     (corpus / "broken.md").write_bytes(b"\x00binary")
     config = write_config(tmp_path, corpus)
     run_json(config, "index")
-    healthy = run_ragd(config, "status", "--check")
+    healthy = ragd_in_process(config, "status", "--check")
     (corpus / "alpha.md").write_text("# Alpha\n\nAardvarks dig burrows at dawn now.\n")
     (corpus / "beta.md").unlink()
 
     status = run_json(config, "status")
-    stale_check = run_ragd(config, "status", "--check")
-    listed = run_ragd(config, "status", "--stale")
+    stale_check = ragd_in_process(config, "status", "--check")
+    listed = ragd_in_process(config, "status", "--stale")
     (corpus / "broken.md").unlink()
     run_json(config, "index")
-    fixed_check = run_ragd(config, "status", "--check")
+    fixed_check = ragd_in_process(config, "status", "--check")
 
     source = status["sources"][0]
     assert healthy.returncode == 1  # the failed file alone is enough

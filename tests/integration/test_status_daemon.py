@@ -6,12 +6,12 @@ import json
 from pathlib import Path
 
 from tests.conftest import write_config
-from tests.integration.conftest import run_ragd
+from tests.integration.conftest import ragd_in_process
 from tests.integration.daemon import Served, small_root
 
 
 def _status_json(config: Path) -> dict[str, object]:
-    result = run_ragd(config, "status", "--json")
+    result = ragd_in_process(config, "status", "--json")
     assert result.returncode == 0, result.stderr
     report: dict[str, object] = json.loads(result.stdout)
     return report
@@ -22,8 +22,8 @@ def test_status_carries_the_running_daemons_section(tmp_path: Path) -> None:
     try:
         served.wait_scanned()
         report = _status_json(served.config)
-        text = run_ragd(served.config, "status").stdout
-        check = run_ragd(served.config, "status", "--check")
+        text = ragd_in_process(served.config, "status").stdout
+        check = ragd_in_process(served.config, "status", "--check")
     finally:
         served.stop()
 
@@ -48,7 +48,7 @@ def test_status_check_is_critical_while_the_daemon_cannot_watch_a_root(tmp_path:
     served.start().wait_ready()
     try:
         served.wait_scanned()
-        check = run_ragd(served.config, "status", "--check")
+        check = ragd_in_process(served.config, "status", "--check")
     finally:
         served.stop()
 
@@ -80,7 +80,7 @@ def test_status_ignores_a_daemon_serving_another_data_dir(tmp_path: Path) -> Non
         tmp_path / "docs",
         sections=f'[http]\nlisten = "127.0.0.1:{served.port}"\n',
     )
-    assert run_ragd(other, "index").returncode == 0
+    assert ragd_in_process(other, "index").returncode == 0
     try:
         served.wait_scanned()
         report = _status_json(other)
