@@ -3,7 +3,7 @@ about the process (its exit on a crash, a signal, a file it may not read), else 
 process, through the same entry point the console script calls.
 
 A new interpreter costs ~3 s of CPU on this machine before ragd runs a line (importing
-LanceDB alone takes 2-3 s), so a test that runs ten commands in-process saves half a
+LanceDB alone takes ~1.7 s), so a test that runs ten commands in-process saves half a
 minute; what the commands do to the stores on disk is the same.
 """
 

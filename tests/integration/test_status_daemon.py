@@ -2,26 +2,18 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from tests.conftest import write_config
-from tests.integration.conftest import ragd_in_process
+from tests.integration.conftest import ragd_in_process, run_json
 from tests.integration.daemon import Served, small_root
-
-
-def _status_json(config: Path) -> dict[str, object]:
-    result = ragd_in_process(config, "status", "--json")
-    assert result.returncode == 0, result.stderr
-    report: dict[str, object] = json.loads(result.stdout)
-    return report
 
 
 def test_status_carries_the_running_daemons_section(tmp_path: Path) -> None:
     served = Served(tmp_path, small_root(tmp_path / "docs", 10)).start().wait_ready()
     try:
         served.wait_scanned()
-        report = _status_json(served.config)
+        report = run_json(served.config, "status")
         text = ragd_in_process(served.config, "status").stdout
         check = ragd_in_process(served.config, "status", "--check")
     finally:
@@ -64,7 +56,7 @@ def test_status_reads_the_stores_once_the_daemon_has_stopped(tmp_path: Path) -> 
     finally:
         served.stop()
 
-    report = _status_json(served.config)
+    report = run_json(served.config, "status")
 
     assert "daemon" not in report
     assert report["documents"] == live["documents"] == 10
@@ -83,7 +75,7 @@ def test_status_ignores_a_daemon_serving_another_data_dir(tmp_path: Path) -> Non
     assert ragd_in_process(other, "index").returncode == 0
     try:
         served.wait_scanned()
-        report = _status_json(other)
+        report = run_json(other, "status")
     finally:
         served.stop()
 
