@@ -244,6 +244,11 @@ def open_vector_table(
         if table is None:
             return None
         schema = lance.run(table.schema())
+    return VectorTable(lance, table, directory, table_dim(schema, table_name, directory))
+
+
+def table_dim(schema: pa.Schema, table_name: str, directory: VectorLocation) -> int:
+    """The vector width of a chunk table; StoreError if the table is not ragd's."""
     dim = vector_dim(schema)
     if dim is None:
         raise StoreError(
@@ -251,7 +256,7 @@ def open_vector_table(
             f"{sorted(schema.names)}, expected chunk_id, doc_id and a float32 vector)",
             hint=f"delete {directory} and re-index",
         )
-    return VectorTable(lance, table, directory, dim)
+    return dim
 
 
 class VectorTable:

@@ -208,8 +208,8 @@ class Indexer:
         self._pass.report.unchanged += len(same_stat)
         if progress is not None:
             progress(len(same_stat))
-        if todo:  # the first write needs lancedb: import it while the files are prepared
-            vectors.prepare_in_background()
+        if todo:  # the first write needs lance: import it while the files are prepared
+            vectors.prepare_in_background(self.stores.paths.lancedb)
         ready = prepare_in_order(
             [self._to_prepare(source, entry, is_known, full=full) for entry, is_known in todo],
             self.pipeline,

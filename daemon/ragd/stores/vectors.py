@@ -8,8 +8,10 @@ starts a new table, so no reader ever finds one model's vectors under another's 
 only what a vector search needs; chunk texts and metadata live in the manifest, the source
 of truth, so everything here can be rebuilt. One writer process at a time (the data-dir lock
 ensures it); readers in other processes open read-only and `refresh()` to see newer commits.
-Every LanceDB call goes through `ragd.adapters.lancedb`, which imports lancedb on first use:
-commands that never touch vectors don't pay for it.
+Readers go through `ragd.adapters.lancedb`, which imports lancedb on first use: commands
+that never touch vectors don't pay for it. A writer of a local directory commits through
+`ragd.adapters.pylance` (lance, the same format, a third of the import), and lancedb is
+imported only for what lance is not asked to do: building the vector index, compacting.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ragd.adapters import lancedb, pylance
 from ragd.adapters.lancedb import (
     TABLE,
     IvfSqIndex,
@@ -32,9 +35,9 @@ from ragd.adapters.lancedb import (
     drop_vector_table,
     open_vector_table,
     sql_in,
-    start_in_background,
     vector_tables,
 )
+from ragd.adapters.pylance import DatasetTable, dataset_tables, open_dataset_table
 from ragd.errors import StoreError
 
 # Ids per `IN (...)` list in a delete. LanceDB parses the filter as SQL; a few hundred literals
@@ -109,10 +112,24 @@ def checked_matrix(rows: Sequence[VectorRow], dim: int) -> npt.NDArray[np.float3
     return matrix
 
 
-def prepare_in_background() -> None:
-    """Start importing lancedb on a thread, for a writer that will open the store soon and
-    waits meanwhile (a big pass waits for its workers' first documents about as long)."""
-    start_in_background()
+def prepare_in_background(directory: VectorLocation) -> None:
+    """Start importing what a writer of `directory` writes with, on a thread, for a writer
+    that will open the store soon and waits meanwhile (a big pass waits for its workers'
+    first documents about as long)."""
+    if pylance.writes_supported(directory):
+        pylance.start_in_background()
+    else:
+        lancedb.start_in_background()
+
+
+def _open_writer(
+    directory: VectorLocation, name: str, create_dim: int | None = None
+) -> VectorTable | DatasetTable | None:
+    """A writer's handle on table `name`: through lance where its writes were tested to
+    agree with lancedb's, else through lancedb. None if missing and not created."""
+    if pylance.writes_supported(directory):
+        return open_dataset_table(directory, name, create_dim=create_dim)
+    return open_vector_table(directory, table_name=name, create_dim=create_dim)
 
 
 class VectorStore:
@@ -121,7 +138,7 @@ class VectorStore:
     def __init__(
         self,
         directory: VectorLocation,
-        table: VectorTable | None,
+        table: VectorTable | DatasetTable | None,
         *,
         writable: bool,
         hold_ids: bool,
@@ -148,7 +165,7 @@ class VectorStore:
         """
         if dim <= 0:
             raise ValueError(f"vector dimension must be positive, got {dim}")
-        table = open_vector_table(directory, table_name=name, create_dim=dim)
+        table = _open_writer(directory, name, create_dim=dim)
         assert table is not None  # created when missing
         if table.dim != dim:
             raise StoreError(
@@ -161,7 +178,7 @@ class VectorStore:
     @classmethod
     def open_existing(cls, directory: VectorLocation, *, name: str) -> VectorStore:
         """Open an existing table for writing, whatever its width; StoreError if missing."""
-        table = open_vector_table(directory, table_name=name)
+        table = _open_writer(directory, name)
         if table is None:
             raise StoreError(f"the LanceDB store at {directory} has no table {name!r}")
         return cls(directory, table, writable=True, hold_ids=False, name=name)
@@ -169,6 +186,8 @@ class VectorStore:
     @staticmethod
     def tables(directory: VectorLocation) -> list[str]:
         """The names of the tables under `directory`."""
+        if pylance.writes_supported(directory):
+            return dataset_tables(directory)
         return vector_tables(directory)
 
     @staticmethod
@@ -182,7 +201,7 @@ class VectorStore:
         derived data); returns the names dropped."""
         dropped = [
             name
-            for name in vector_tables(directory)
+            for name in VectorStore.tables(directory)
             if name.startswith(SECOND_STAGE_PREFIX) and name != keep
         ]
         for name in dropped:
@@ -232,7 +251,7 @@ class VectorStore:
         """The vector width, once a table exists."""
         return None if self._rows is None else self._rows.dim
 
-    def _writer_table(self) -> VectorTable:
+    def _writer_table(self) -> VectorTable | DatasetTable:
         if not self._writable or self._rows is None:
             raise StoreError(f"the LanceDB store at {self._directory} was opened read-only")
         return self._rows
