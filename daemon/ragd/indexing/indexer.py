@@ -31,7 +31,6 @@ from ragd.indexing.report import IndexReport
 from ragd.indexing.second_stage import fill
 from ragd.indexing.workers import WORKER_MIN_FILES, Workers, prepare_in_order
 from ragd.sources.folders import FileStat, FolderSource, Listing
-from ragd.stores import vectors
 from ragd.stores.agreement import reconcile_stores
 from ragd.stores.data_dir import WriterStores
 from ragd.stores.records import DocumentRecord, FileState, SkippedFiles, listing_digest, utc_now
@@ -209,7 +208,7 @@ class Indexer:
         if progress is not None:
             progress(len(same_stat))
         if todo:  # the first write needs lance: import it while the files are prepared
-            vectors.prepare_in_background(self.stores.paths.lancedb)
+            self.stores.prepare_vectors()
         ready = prepare_in_order(
             [self._to_prepare(source, entry, is_known, full=full) for entry, is_known in todo],
             self.pipeline,

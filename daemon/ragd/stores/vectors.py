@@ -9,9 +9,11 @@ only what a vector search needs; chunk texts and metadata live in the manifest, 
 of truth, so everything here can be rebuilt. One writer process at a time (the data-dir lock
 ensures it); readers in other processes open read-only and `refresh()` to see newer commits.
 Readers go through `ragd.adapters.lancedb`, which imports lancedb on first use: commands
-that never touch vectors don't pay for it. A writer of a local directory commits through
-`ragd.adapters.pylance` (lance, the same format, a third of the import), and lancedb is
-imported only for what lance is not asked to do: building the vector index, compacting.
+that never touch vectors don't pay for it. A writer in a process that only writes (`ragd
+index`) commits to a local directory through `ragd.adapters.pylance` (lance: the same
+format, a third of the import), and lancedb is imported only for what lance is not asked
+to do: building the vector index, compacting. The daemon's writer commits through lancedb,
+which its readers have loaded anyway.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -112,22 +115,30 @@ def checked_matrix(rows: Sequence[VectorRow], dim: int) -> npt.NDArray[np.float3
     return matrix
 
 
-def prepare_in_background(directory: VectorLocation) -> None:
+def _through_lance(directory: VectorLocation, beside_searches: bool) -> bool:
+    """Whether a writer commits through lance rather than lancedb: in a process that only
+    writes, where lance's writes were tested to agree with lancedb's. A process that also
+    searches has lancedb loaded for that, and lance's engine beside it would add ~33 MiB
+    (`ragd serve` at 125k chunks)."""
+    return not beside_searches and pylance.writes_supported(directory)
+
+
+def prepare_in_background(directory: VectorLocation, *, beside_searches: bool = False) -> None:
     """Start importing what a writer of `directory` writes with, on a thread, for a writer
     that will open the store soon and waits meanwhile (a big pass waits for its workers'
     first documents about as long)."""
-    if pylance.writes_supported(directory):
+    if _through_lance(directory, beside_searches):
         pylance.start_in_background()
     else:
         lancedb.start_in_background()
 
 
 def _open_writer(
-    directory: VectorLocation, name: str, create_dim: int | None = None
+    directory: VectorLocation, name: str, create_dim: int | None, beside_searches: bool
 ) -> VectorTable | DatasetTable | None:
-    """A writer's handle on table `name`: through lance where its writes were tested to
-    agree with lancedb's, else through lancedb. None if missing and not created."""
-    if pylance.writes_supported(directory):
+    """A writer's handle on table `name` (`_through_lance`). None if missing and not
+    created."""
+    if _through_lance(directory, beside_searches) and isinstance(directory, Path):
         return open_dataset_table(directory, name, create_dim=create_dim)
     return open_vector_table(directory, table_name=name, create_dim=create_dim)
 
@@ -158,14 +169,22 @@ class VectorStore:
             table.hold_chunk_ids()
 
     @classmethod
-    def open(cls, directory: VectorLocation, dim: int, *, name: str = FIRST_STAGE) -> VectorStore:
+    def open(
+        cls,
+        directory: VectorLocation,
+        dim: int,
+        *,
+        name: str = FIRST_STAGE,
+        beside_searches: bool = False,
+    ) -> VectorStore:
         """Open table `name` for writing, creating the directory and table if missing.
+        `beside_searches`: this process also searches the tables (`_through_lance`).
 
         Raises StoreError if the table holds vectors of another dimension (the model changed).
         """
         if dim <= 0:
             raise ValueError(f"vector dimension must be positive, got {dim}")
-        table = _open_writer(directory, name, create_dim=dim)
+        table = _open_writer(directory, name, dim, beside_searches)
         assert table is not None  # created when missing
         if table.dim != dim:
             raise StoreError(
@@ -176,9 +195,11 @@ class VectorStore:
         return cls(directory, table, writable=True, hold_ids=False, name=name)
 
     @classmethod
-    def open_existing(cls, directory: VectorLocation, *, name: str) -> VectorStore:
+    def open_existing(
+        cls, directory: VectorLocation, *, name: str, beside_searches: bool = False
+    ) -> VectorStore:
         """Open an existing table for writing, whatever its width; StoreError if missing."""
-        table = _open_writer(directory, name)
+        table = _open_writer(directory, name, None, beside_searches)
         if table is None:
             raise StoreError(f"the LanceDB store at {directory} has no table {name!r}")
         return cls(directory, table, writable=True, hold_ids=False, name=name)
