@@ -9,6 +9,9 @@ lancedb. What a writer does rarely and lancedb does for ragd (building the vecto
 compaction and cleanup, a search) is handed to a lancedb handle on the same table, opened
 on first need; after it, this handle moves to the commit lancedb made.
 
+It also writes, reads and drops the scratch datasets of a Ray job (ragd.adapters.ray),
+given as a URI and lance's storage options.
+
 The two must agree commit for commit: tests/test_pylance_adapter.py runs the same writes
 through both and compares rows, versions and statistics. They do only on the versions
 tested (WRITES_TESTED, inclusive); on any other pair, or on object storage, writers use
@@ -42,6 +45,7 @@ from ragd.adapters.lancedb import (
 
 if TYPE_CHECKING:
     import lance
+    import pyarrow as pa
 
 SUFFIX = ".lance"
 # (lance, lancedb) major.minor ranges whose writes tests/test_pylance_adapter.py checked
@@ -121,6 +125,31 @@ def open_dataset_table(
         )
         dim = table_dim(dataset.schema, table_name, directory)
     return DatasetTable(dataset, directory, table_name, dim)
+
+
+def write_dataset(table: pa.Table, uri: str, options: dict[str, str] | None) -> None:
+    """Write `table` as a new dataset at `uri`."""
+    import lance
+
+    lance.write_dataset(table, uri, storage_options=options)
+
+
+def dataset_batches(
+    uri: str, options: dict[str, str] | None, columns: list[str], batch_rows: int
+) -> Iterator[pa.RecordBatch]:
+    """The dataset at `uri`'s `columns`, in batches of up to `batch_rows` rows, read as
+    they are iterated."""
+    import lance
+
+    dataset = lance.dataset(uri, storage_options=options)
+    return iter(dataset.to_batches(columns=columns, batch_size=batch_rows))
+
+
+def drop_dataset(uri: str, options: dict[str, str] | None) -> None:
+    """Delete the dataset at `uri` and everything under it; nothing if there is none."""
+    import lance
+
+    lance.LanceDataset.drop(uri, storage_options=options, ignore_not_found=True)
 
 
 class DatasetTable:

@@ -1,9 +1,10 @@
 """Ray behind one adapter: embedding a list of texts on a Ray cluster with Ray Data, through
 Lance datasets at a scratch location.
 
-Owns every call into ray, lance_ray (Lance's own Ray integration) and lance (the dataset
-format both speak): starting or joining a cluster, the job that embeds, and the scratch
-datasets it reads and writes. What to embed and what the vectors mean is the caller's
+Owns every call into ray and lance_ray (Lance's own Ray integration): starting or joining
+a cluster, the job that embeds, and the scratch datasets it reads and writes (the driver's
+own reads and writes of them through lance, the format both speak, are
+`ragd.adapters.pylance`'s). What to embed and what the vectors mean is the caller's
 (ragd.indexing.reembed); this module sees keys, texts and an encoder.
 
 The job, per call of `RaySession.embed`:
@@ -17,7 +18,7 @@ The job, per call of `RaySession.embed`:
    once, and drops both datasets.
 
 The datasets are named per job, so a crashed run's leftovers are dropped by the next run
-at the same location. ray, lance_ray and lance are the optional extra `ragd[ray]`,
+at the same location. ray and lance_ray are the optional extra `ragd[ray]`,
 imported when a session starts; without them that is one UsageError with the install
 hint. A model is shipped to the cluster by pickling the encoder (ragd's embedders pickle
 without their loaded weights), so every node needs ragd installed and the model at the
@@ -41,6 +42,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from ragd.adapters.pylance import dataset_batches, drop_dataset, write_dataset
 from ragd.errors import RagdError, UsageError
 
 if TYPE_CHECKING:
@@ -150,7 +152,6 @@ class RaySession:
         if not keys:
             return
         ray = self._session()
-        import lance
         import lance_ray
         import pyarrow as pa
 
@@ -162,9 +163,9 @@ class RaySession:
         try:
             with _quiet(), _job_errors(name):
                 for uri in (work, vectors):  # a crashed run's
-                    lance.LanceDataset.drop(uri, storage_options=options, ignore_not_found=True)
+                    drop_dataset(uri, options)
                 table = pa.table({"embed_key": list(keys), "text": list(texts)})
-                lance.write_dataset(table, work, storage_options=options)
+                write_dataset(table, work, options)
                 cpus = int(ray.cluster_resources().get("CPU", 1))
                 actors = self.cluster.workers or max(1, cpus - 1)
                 rows = lance_ray.read_lance(work, storage_options=options).map_batches(
@@ -180,7 +181,7 @@ class RaySession:
         finally:
             with _quiet(), _job_errors(name):
                 for uri in (work, vectors):
-                    lance.LanceDataset.drop(uri, storage_options=options, ignore_not_found=True)
+                    drop_dataset(uri, options)
             _remove_if_empty(self.scratch.uri)
 
     def _session(self) -> Any:
@@ -227,12 +228,9 @@ def _read_back(
     uri: str, options: dict[str, str] | None, expected: set[str]
 ) -> Iterator[tuple[list[str], Matrix]]:
     """The job's rows in batches; RagdError once a key comes back twice, unasked, or not."""
-    import lance
-
     seen: set[str] = set()
     with _job_errors("read back"):
-        dataset = lance.dataset(uri, storage_options=options)
-        batches = dataset.to_batches(columns=["embed_key", "vector"], batch_size=BATCH_ROWS)
+        batches = dataset_batches(uri, options, ["embed_key", "vector"], BATCH_ROWS)
     for batch in batches:
         keys = [str(key) for key in batch.column("embed_key").to_pylist()]
         column = batch.column("vector")
