@@ -59,6 +59,8 @@ def state(table: Table, directory: Path) -> dict[str, Any]:
         "rows": contents(directory),
         "version": table.version(),
         "versions kept": table.version_count(),
+        "versions by age": sorted(table.version_ages()),
+        "chunk id column": sorted(table.column("chunk_id")),
         "count": table.count(),
         "small fragments": table.small_fragments(),
         "has index": table.has_index("vector"),

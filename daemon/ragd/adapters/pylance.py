@@ -3,11 +3,12 @@
 A LanceDB table on disk is a Lance dataset, `<directory>/<table>.lance`. lancedb and lance
 are two public APIs over the same format, and they cost very different amounts to start:
 `import lancedb` takes ~1.7 s on an idle 2-core machine (most of it lance_namespace's
-generated client models), `import lance` ~0.5 s. A writer commits through lance, so a
-process that only writes, such as a one-shot `ragd index` after an edit, never imports
-lancedb. What a writer does rarely and lancedb does for ragd (building the vector index,
-compaction and cleanup, a search) is handed to a lancedb handle on the same table, opened
-on first need; after it, this handle moves to the commit lancedb made.
+generated client models), `import lance` ~0.5 s. A process that only writes, such as a
+one-shot `ragd index` after an edit, commits through lance and never imports lancedb (a
+process that also searches writes through lancedb: ragd.stores.vectors decides). What such
+a writer does rarely and lancedb does for ragd (building the vector index, compaction and
+cleanup, a search) is handed to a lancedb handle on the same table, opened on first need;
+after it, this handle moves to the commit lancedb made.
 
 It also writes, reads and drops the scratch datasets of a Ray job (ragd.adapters.ray),
 given as a URI and lance's storage options.
