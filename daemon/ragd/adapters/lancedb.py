@@ -50,10 +50,11 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 TABLE = "chunks"  # the first stage's; the default, as it was the only one
 # LanceDB's caches of table metadata and index pages, shared by every handle in a process.
-# Its defaults are GiBs: in a 10-minute soak each committed version added ~0.35 MiB that
-# was never given back; bounded, RSS levels off. The index cache's size is the config's
-# (`size_index_cache`).
-METADATA_CACHE_BYTES = 64 << 20
+# Every commit adds a version whose metadata the cache keeps until it is full, though
+# readers and the writer only read the latest: a small cache holds what they read, where a
+# large one fills with dead versions for as long as the daemon runs (docs/soak.md). The
+# index cache's size is the config's (`size_index_cache`).
+METADATA_CACHE_BYTES = 8 << 20
 INDEX_CACHE_BYTES = 256 << 20
 # Where a database lives: a local directory, or an "s3://bucket/prefix" URI whose endpoint
 # and credentials LanceDB reads from the standard AWS environment variables.
