@@ -663,8 +663,10 @@ def figures(
     baseline = live.baseline
     applied_before = int(baseline["documents_indexed"]) + int(baseline["documents_deleted"])
 
-    def updates(sample: Sample) -> int:
-        return (sample.documents_indexed or 0) + (sample.documents_deleted or 0) - applied_before
+    def updates(sample: Sample) -> int | None:
+        if sample.documents_indexed is None or sample.documents_deleted is None:
+            return None  # the status call failed
+        return sample.documents_indexed + sample.documents_deleted - applied_before
 
     latencies = sorted(x for values in live.load.latencies.values() for x in values)
     return dict(
@@ -729,6 +731,9 @@ def figures(
             "exit_code_on_sigterm": live.exit_code,
             "webhook_errors": cms.errors[:5],
             "status_call_failures": sum(1 for s in samples if s.status_error),
+            "status_call_examples": [
+                f"t={s.t:.0f} s: {s.status_error}" for s in samples if s.status_error
+            ][:5],
             "samples_with_stores_disagreeing": sum(1 for s in samples if s.stores_agree is False),
             "documents_failed": (counters_end.documents_failed or 0) - baseline["documents_failed"],
             "writer_errors": (counters_end.writer_errors or 0) - baseline["errors"],
@@ -845,6 +850,7 @@ def print_report(r: dict[str, Any]) -> None:
          f"{q['answered']}; {q['p50_ms']} / {q['p99_ms']} / {q['max_ms']}"),
         ("query p50 ms by mode", q["by_mode_p50_ms"]),
         ("query errors", q["errors"]),
+        ("status calls failed (of one every --sample-seconds)", e["status_call_failures"]),
         ("exit code on SIGTERM", e["exit_code_on_sigterm"]),
         ("documents failed; writer errors", f"{e['documents_failed']}; {e['writer_errors']}"),
         ("log warnings/errors", e["log_problems"] or "none"),
@@ -879,7 +885,7 @@ def print_report(r: dict[str, Any]) -> None:
             )
             next_t = s["t"] + 60
     problems = [*e["log_examples"], *e["non_json_examples"], *q["error_examples"]]
-    problems += e["webhook_errors"]
+    problems += e["webhook_errors"] + e["status_call_examples"]
     if problems:
         print()
         print("First problems seen:")
