@@ -39,6 +39,7 @@ import shutil
 import signal
 import sqlite3
 import stat
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -208,6 +209,7 @@ class QueryLoad(threading.Thread):
         self.queries = queries
         self.period = 1.0 / qps
         self.latencies: dict[str, list[float]] = {mode: [] for mode in MODES}
+        self.answered_at: list[tuple[float, float]] = []  # (time.time(), seconds) per answer
         self.errors: list[str] = []
         self.stop = threading.Event()
 
@@ -225,7 +227,9 @@ class QueryLoad(threading.Thread):
                     answer = json.loads(reply.read())
                 if "results" not in answer:
                     raise ValueError(f"no results in the answer: {str(answer)[:200]}")
-                self.latencies[mode].append(time.perf_counter() - started)
+                seconds = time.perf_counter() - started
+                self.latencies[mode].append(seconds)
+                self.answered_at.append((time.time(), seconds))
             except urllib.error.HTTPError as exc:
                 self.errors.append(f"HTTP {exc.code}: {exc.read()[:200]!r}")
             except (OSError, ValueError) as exc:
@@ -669,6 +673,16 @@ def figures(
         return sample.documents_indexed + sample.documents_deleted - applied_before
 
     latencies = sorted(x for values in live.load.latencies.values() for x in values)
+
+    def query_p50_ms(until: float) -> float | None:
+        """The median answer time of queries answered in the minute before `until` (s)."""
+        window = sorted(
+            seconds
+            for at, seconds in live.load.answered_at
+            if until - 60 < at - live.started_wall <= until
+        )
+        return round(statistics.median(window) * 1000, 1) if window else None
+
     return dict(
         machine=f"{platform.machine()}, {os.cpu_count()} cores, "
         f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') // 2**30} GiB RAM, "
@@ -768,6 +782,7 @@ def figures(
                 "total_mib": round(s.disk["total"] / MIB, 2),
                 "queue": s.queue_depth,
                 "updates": updates(s),
+                "query_p50_ms_last_minute": query_p50_ms(s.t),
             }
             for s in samples
         ],
@@ -874,14 +889,18 @@ def print_report(r: dict[str, Any]) -> None:
         )
     print()
     print("Over time (about one sample a minute):")
-    print("| t s | updates | RSS MiB | LanceDB versions | LanceDB MiB | disk MiB | queue |")
-    print("|---|---|---|---|---|---|---|")
+    print(
+        "| t s | updates | RSS MiB | LanceDB versions | LanceDB MiB | disk MiB | queue "
+        "| query p50 ms, last minute |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
     next_t = 0.0
     for s in r["series"]:
         if s["t"] >= next_t or s is r["series"][-1]:
             print(
                 f"| {s['t']} | {s['updates']} | {s['rss_mib']} | {s['versions']} | "
-                f"{s['lancedb_mib']} | {s['total_mib']} | {s['queue']} |"
+                f"{s['lancedb_mib']} | {s['total_mib']} | {s['queue']} | "
+                f"{s['query_p50_ms_last_minute'] or '-'} |"
             )
             next_t = s["t"] + 60
     problems = [*e["log_examples"], *e["non_json_examples"], *q["error_examples"]]
