@@ -153,6 +153,10 @@ def take_sample(daemon: Served, data_dir: Path, started: float) -> Sample:
     try:
         status = daemon.status()
     except (OSError, ValueError) as exc:  # URLError and HTTPError are OSErrors
+        # A 503's body is the reason the daemon could not build its report.
+        reason = ""
+        if isinstance(exc, urllib.error.HTTPError):
+            reason = exc.read()[:300].decode(errors="replace")
         return Sample(
             t=time.monotonic() - started,
             wall=time.time(),
@@ -165,7 +169,7 @@ def take_sample(daemon: Served, data_dir: Path, started: float) -> Sample:
             documents_failed=None,
             writer_errors=None,
             stores_agree=None,
-            status_error=str(exc),
+            status_error=f"{exc} {reason}".strip(),
         )
     writer = status["daemon"]["writer"]
     return Sample(
