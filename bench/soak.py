@@ -212,8 +212,7 @@ class QueryLoad(threading.Thread):
         self.url = f"http://127.0.0.1:{port}/v1/query"
         self.queries = queries
         self.period = 1.0 / qps
-        self.latencies: dict[str, list[float]] = {mode: [] for mode in MODES}
-        self.answered_at: list[tuple[float, float]] = []  # (time.time(), seconds) per answer
+        self.answered: list[tuple[float, str, float]] = []  # (time.time(), mode, seconds)
         self.errors: list[str] = []
         self.stop = threading.Event()
 
@@ -231,9 +230,7 @@ class QueryLoad(threading.Thread):
                     answer = json.loads(reply.read())
                 if "results" not in answer:
                     raise ValueError(f"no results in the answer: {str(answer)[:200]}")
-                seconds = time.perf_counter() - started
-                self.latencies[mode].append(seconds)
-                self.answered_at.append((time.time(), seconds))
+                self.answered.append((time.time(), mode, time.perf_counter() - started))
             except urllib.error.HTTPError as exc:
                 self.errors.append(f"HTTP {exc.code}: {exc.read()[:200]!r}")
             except (OSError, ValueError) as exc:
@@ -241,6 +238,14 @@ class QueryLoad(threading.Thread):
             # A fixed period from the start of each query, so a slow answer is not followed
             # by a burst; when answers are slower than the period, queries run back to back.
             self.stop.wait(max(0.0, self.period - (time.perf_counter() - started)))
+
+    @property
+    def latencies(self) -> dict[str, list[float]]:
+        """Answer times in seconds by mode."""
+        by_mode: dict[str, list[float]] = {mode: [] for mode in MODES}
+        for _, mode, seconds in self.answered:
+            by_mode[mode].append(seconds)
+        return by_mode
 
 
 # -- the edit stream ---------------------------------------------------------------------
@@ -680,11 +685,11 @@ def figures(
 
     def query_p50_ms(until: float) -> float | None:
         """The median answer time of queries answered in the minute before `until` (s)."""
-        window = sorted(
+        window = [
             seconds
-            for at, seconds in live.load.answered_at
+            for at, _, seconds in live.load.answered
             if until - 60 < at - live.started_wall <= until
-        )
+        ]
         return round(statistics.median(window) * 1000, 1) if window else None
 
     return dict(
