@@ -12,16 +12,21 @@ import base64
 import hashlib
 import hmac
 import json
+import re
 import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
 
 def compact(payload: object) -> bytes:
     """JSON as JavaScript's JSON.stringify writes it (no spaces): what every one of
-    these CMSes (all Node.js) puts on the wire."""
-    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
+    these CMSes (all Node.js) puts on the wire. Like it, a lone surrogate is written as
+    its escape (`\\ud800`), every other character as itself."""
+    text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode()
 
 
 def iso(moment: float) -> str:

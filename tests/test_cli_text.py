@@ -97,6 +97,22 @@ def test_status_text_gives_ages_counted_to_when_the_report_was_made() -> None:
     assert "2026-12-02T" not in text
 
 
+def test_status_text_names_each_job_the_writer_gave_up_newest_first_with_its_reason() -> None:
+    dropped = [
+        {"at": "2026-12-02T11:50:00.000000Z", "kind": "compact", "source": "", "key": "",
+         "reason": "failed 5 times: OSError: disk full"},
+        {"at": "2026-12-02T11:58:00.000000Z", "kind": "tree", "source": "docs", "key": "api",
+         "reason": "failed 5 times: OSError: I/O error"},
+    ]  # fmt: skip
+
+    text = status_text(_report(_source(), daemon=_daemon(writer={"dropped_jobs": dropped})))
+
+    assert [line for line in text.splitlines() if line.startswith("writer gave up")] == [
+        "writer gave up tree docs:api 2 min ago: failed 5 times: OSError: I/O error",
+        "writer gave up compact 10 min ago: failed 5 times: OSError: disk full",
+    ]
+
+
 def test_status_text_counts_skipped_symlinks_and_special_files_and_names_the_first() -> None:
     listed = [{"path": "guide.md", "kind": "symlink"}, {"path": "pipe.md", "kind": "fifo"}]
     skipped = {"symlinks": 4, "special": 1, "files": listed}

@@ -173,3 +173,14 @@ def test_the_parse_of_an_entry_is_named_in_the_guard_while_it_runs(tmp_path: Pat
     assert json.loads(pipeline.seen[0])["doc_id"] == "cms:pricing"
     assert json.loads(pipeline.seen[0])["content_hash"] == content_hash(BODY)
     assert ParseGuard(tmp_path / "parsing").leftover() is None
+
+
+def test_an_entry_whose_processing_raises_is_failed_with_the_error_as_its_reason() -> None:
+    poisoned_title = replace(UPDATE, title="Half a pair \ud800")
+
+    result = outcome(poisoned_title, None)
+
+    assert result.kind == "failed"
+    assert result.write is not None and result.write.status == "failed"
+    assert result.write.error is not None and "UnicodeEncodeError" in result.write.error
+    assert result.write.chunks == ()

@@ -60,3 +60,17 @@ class LockedError(RagdError):
 
 class DocumentError(RagdError):
     """One document cannot be indexed (binary, undecodable, unreadable); recorded, not raised."""
+
+
+# A reason is stored with a failed document and shown by status: a traceback's last
+# line, not a page of it.
+REASON_CHARS = 300
+
+
+def one_line(exc: BaseException) -> str:
+    """`exc` as a reason to store and show: `Type: message` on one line, at most
+    REASON_CHARS characters, every character storable (an unencodable one escaped)."""
+    text = str(exc) if isinstance(exc, RagdError) else f"{type(exc).__name__}: {exc}"
+    text = " ".join(text.split())
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text if len(text) <= REASON_CHARS else text[: REASON_CHARS - 1] + "…"

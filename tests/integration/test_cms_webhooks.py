@@ -126,3 +126,31 @@ def test_a_replayed_delivery_is_a_duplicate(served: Served, sender: Sender) -> N
 
     assert first[1]["status"] == "queued"
     assert replay == (202, {"status": "duplicate", "delivery_id": first[1]["delivery_id"]})
+
+
+def test_valid_deliveries_around_poisoned_ones_are_searchable_and_the_poisoned_refused(
+    served: Served, sender: Sender
+) -> None:
+    # A lone surrogate (JSON's "\ud800" escape), once in the body and once in the title.
+    poisoned = [
+        Entry(f"{sender.name}-bad-body", "Fine title", "Half a pair \ud800 here."),
+        Entry(f"{sender.name}-bad-title", "Half a pair \udfff", "A body that is fine."),
+    ]
+    words = ["heron", "egret", "ibis", "stork", "crane", "rail", "coot", "grebe", "loon", "tern"]
+    valid = [entry(sender, word) for word in words]
+
+    answers = [deliver(served, sender, sender.publish(e)) for e in valid[:5]]
+    refusals = [deliver(served, sender, sender.publish(e)) for e in poisoned]
+    answers += [deliver(served, sender, sender.publish(e)) for e in valid[5:]]
+
+    assert [status for status, _ in answers] == [202] * 10
+    assert [status for status, _ in refusals] == [400, 400]
+    assert all("lone surrogate" in str(answer["error"]) for _, answer in refusals)
+
+    def searchable() -> bool:
+        return all(
+            doc_ids(served, sender, f"{sender.name}{word}") == [f"{sender.name}:{sender.key(e)}"]
+            for word, e in zip(words, valid, strict=True)
+        )
+
+    wait_until(searchable, 10)

@@ -19,7 +19,10 @@ import pytest
 
 from ragd.indexing.faults import POISON
 from ragd.indexing.parse_guard import CRASHED
+from ragd.service.writer import MAX_ATTEMPTS
 from ragd.sources.webhooks import sign_standard_webhooks
+from ragd.stores.jobs import JobQueue
+from tests.integration.conftest import ragd_in_process
 from tests.integration.daemon import Served, wait_until
 
 SECRET = b"test-secret-for-ragd-webhooks"
@@ -322,3 +325,43 @@ def test_an_entry_whose_parse_kills_the_daemon_is_failed_after_the_restart(
     assert accepted in (202, None)
     assert (died, resent) == (-signal.SIGKILL, 202)
     assert cms_status["failed_documents"] == [{"path": "poison", "error": CRASHED}]
+
+
+def test_a_queued_delivery_the_writer_cannot_apply_is_a_failed_document_in_status(
+    tmp_path: Path, cms: FakeCms
+) -> None:
+    # A delivery queued before the intake refused lone surrogates (an older ragd's queue):
+    # the writer cannot encode its content, however often it tries.
+    daemon = _daemon(tmp_path, cms)
+    daemon.pause_file = tmp_path / "hold"
+    daemon.start().wait_ready()
+    daemon.wait_scanned()
+    try:
+        daemon.hold_writer()
+        queue = JobQueue(tmp_path / "data" / "state.db")
+        poisoned = json.dumps({"event": "upsert", "content": "# Bad\n\nHalf a pair \ud800.\n"})
+        good = json.dumps({"event": "upsert", "content": "# Okapi\n\nOkapis eat leaves.\n"})
+        queue.accept_delivery(
+            "cms", "queued-long-ago", [("bad", poisoned, None), ("ok", good, None)]
+        )
+        queue.close()
+        daemon.release_writer()
+
+        wait_until(lambda: _hits(daemon, "okapis eat leaves") == ["cms:ok"], 10)
+        failed = wait_until(lambda: _cms_status(daemon)["failed_documents"], 60)
+        check = ragd_in_process(daemon.config, "status", "--check")
+        text = ragd_in_process(daemon.config, "status")
+        page = daemon.get_text("/")
+    finally:
+        daemon.stop()
+
+    (only,) = failed
+    assert only["path"] == "bad"
+    assert only["error"].startswith(f"failed {MAX_ATTEMPTS} times: UnicodeEncodeError")
+    assert check.returncode == 1 and check.stdout.startswith("RAGD CRITICAL")
+    assert "cms:bad" in text.stdout and "UnicodeEncodeError" in text.stdout
+    assert "bad" in page and "UnicodeEncodeError" in page
+
+
+def _cms_status(daemon: Served) -> dict[str, Any]:
+    return next(s for s in daemon.status()["sources"] if s["name"] == "cms")

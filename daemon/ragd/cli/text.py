@@ -250,7 +250,17 @@ def _daemon_text(daemon: dict[str, Any], now: datetime) -> list[str]:
         + (f", unwatched: {', '.join(unwatched)}" if unwatched else ""),
         f"next jobs: {next_jobs or 'none'}",
         *(_poll_text(poll) for poll in (daemon.get("polls") or {}).values()),
+        *(
+            f"writer gave up {_job_name(job)} {relative_time(job['at'], now)}: {job['reason']}"
+            for job in reversed((daemon.get("writer") or {}).get("dropped_jobs") or [])
+        ),
     ]
+
+
+def _job_name(job: Mapping[str, Any]) -> str:
+    """`scan`, `compact`, `tree docs:api`: a job's kind and what it is about, if anything."""
+    about = f"{job['source']}:{job['key']}" if job["key"] else job["source"]
+    return f"{job['kind']} {about}" if about else str(job["kind"])
 
 
 def _poll_text(poll: Mapping[str, Any]) -> str:

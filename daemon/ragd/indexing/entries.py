@@ -59,7 +59,10 @@ def entry_update(source: str, delivery: Delivery, *, error: str | None = None) -
     )
     if update.deleted or error is not None or delivery.content is None:
         return update
-    return replace(update, data=delivery.content.encode())
+    # Delivered text is text: a NUL in it is not the sign of a binary file that it is in
+    # a file's first bytes, and reads as unknown text, as one past them does
+    # (ragd.indexing.parsers.decoding).
+    return replace(update, data=delivery.content.replace("\x00", "\ufffd").encode())
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,7 @@ from ragd.indexing.entries import EntryUpdate, entry_outcome
 from ragd.indexing.file_outcomes import file_outcome, known_hash, stat_unchanged
 from ragd.indexing.parse_guard import ParseGuard
 from ragd.indexing.passes import IndexingPass, settle_vectors
-from ragd.indexing.pipeline import Pipeline
+from ragd.indexing.pipeline import Pipeline, PreparedWrite
 from ragd.indexing.preparing import Prepared, ToPrepare, prepare
 from ragd.indexing.report import IndexReport
 from ragd.indexing.second_stage import fill
@@ -33,7 +33,14 @@ from ragd.indexing.workers import WORKER_MIN_FILES, Workers, prepare_in_order
 from ragd.sources.folders import FileStat, FolderSource, Listing
 from ragd.stores.agreement import reconcile_stores
 from ragd.stores.data_dir import WriterStores
-from ragd.stores.records import DocumentRecord, FileState, SkippedFiles, listing_digest, utc_now
+from ragd.stores.records import (
+    DocumentRecord,
+    DocumentWrite,
+    FileState,
+    SkippedFiles,
+    listing_digest,
+    utc_now,
+)
 
 ProgressFn = Callable[[int, int], None]
 """Called as progress(done, total) every few listed files, and after the last."""
@@ -322,6 +329,38 @@ class Indexer:
             self._pass.count(outcome.kind)
         if outcome.write is not None:
             self._pass.batches.add(outcome.write, record)
+
+    def record_failure(
+        self, source: str, key: str, reason: str, *, version: str | None = None
+    ) -> IndexReport:
+        """Mark the document `source:key` failed with `reason`, as the writer does when
+        its job could not be done: its chunks leave the stores, and status shows why. A
+        file is read again on its next change (its stat is no longer known); an entry,
+        when a delivery newer than `version` comes."""
+        self._begin(reconcile=False)
+        doc_id = f"{source}:{key}"
+        record = self.manifest.document(doc_id)
+        folder = next((s for s in self.sources if s.name == source), None)
+        uri = (
+            record.uri
+            if record is not None
+            else f"urn:ragd:{source}:{key}"
+            if folder is None
+            else folder.uri_for(key)
+        )
+        write: PreparedWrite = DocumentWrite(
+            doc_id,
+            source,
+            key,
+            uri,
+            "failed",
+            fingerprint=self.pipeline.fingerprint,
+            error=reason,
+            entry_version=version,
+        )
+        self._pass.count("failed")
+        self._pass.batches.add(write, record)
+        return self._pass.finish()
 
     def reconcile(self) -> None:
         """Make the search stores list exactly the manifest's chunks (after a crash), and

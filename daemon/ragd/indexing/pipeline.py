@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import NamedTuple
 
+from ragd.errors import one_line
 from ragd.indexing.chunking import CHUNKER_VERSION, ChunkSettings, chunk_document, labelled_text
 from ragd.indexing.faults import NO_FAULTS, FaultPlan
 from ragd.indexing.parsers import PARSER_VERSION, UnsupportedDocument, parse_document
@@ -122,7 +123,20 @@ class Pipeline:
         """Parse and chunk the document `doc_id`, labelled with `title` when given (a CMS
         delivery's) instead of the one parsed; raises parsers.UnsupportedDocument with a
         reason. The title labels every chunk's embedded text, so the manifest's title of
-        the document must be this one (the text is rebuilt from it)."""
+        the document must be this one (the text is rebuilt from it).
+
+        Any other error on the way is this document's too: it becomes the reason the
+        document failed, so that it never fails the pass or the batch it is in."""
+        try:
+            return self._process(data, filename, doc_id, title)
+        except UnsupportedDocument:
+            raise
+        except Exception as exc:
+            raise UnsupportedDocument(f"could not be processed: {one_line(exc)}") from exc
+
+    def _process(
+        self, data: bytes, filename: str, doc_id: str, title: str | None
+    ) -> ProcessedDocument:
         self.faults.parsing(data)
         parsed = parse_document(data, filename)
         if title:

@@ -6,6 +6,11 @@ jobs sync those paths, `entry` jobs apply CMS deliveries and polled changes (rea
 back an entry a delivery did not carry), `polled` jobs record how a poll ended, and
 `compact` runs LanceDB housekeeping. Jobs leave the queue only
 when done, so a crash or a stop mid-job means the job runs again after the restart.
+One job that raises never fails another: a batch that fails is split in halves until
+the jobs that fail alone are found, and only those count a failed attempt (the queue's
+rules, ragd.stores.jobs). A document's job that fails MAX_ATTEMPTS times becomes a failed
+document with its reason (`ragd status` lists it); any other job is given up with an
+error line and listed in the daemon's status (`dropped_jobs`).
 Second-stage vectors the filler thread embedded (ragd.service.second_stage_filler) are
 written when no job waits: jobs make changes searchable, these only improve ranking.
 The loop pings the systemd watchdog, so a hung writer gets the service restarted, and
@@ -25,7 +30,7 @@ from queue import Empty, SimpleQueue
 from typing import Any, NamedTuple
 
 from ragd.adapters import allocator
-from ragd.errors import RagdError
+from ragd.errors import RagdError, one_line
 from ragd.indexing.batches import DocumentEvent
 from ragd.indexing.entries import EntryUpdate, entry_update
 from ragd.indexing.indexer import Indexer
@@ -43,10 +48,29 @@ from ragd.stores.records import format_time
 log = get_logger("ragd.service.writer")
 
 MAX_ATTEMPTS = 5
+# Seconds a job that failed waits before its next attempt: doubled per failed attempt,
+# at most RETRY_MAX (1, 2, 4, 8: a job that always fails is given up ~15 s after its
+# first failure). Other jobs are taken meanwhile.
+RETRY_BASE = 1.0
+RETRY_MAX = 30.0
+DROPPED_LISTED = 20
+# Jobs whose failure makes a failed document; the others (scan, tree, compact, polled)
+# are redone by the next rescan, compaction or poll.
+_DOCUMENT_JOBS = ("entry", "path")
 HELD_POLL = 0.05  # seconds between looks at a test's pause file
 RECENT_EVENTS = 50
 # Documents written in one batch of jobs past which the writer trims the heap after it.
 BIG_PASS = 1000
+
+
+class DroppedJob(NamedTuple):
+    """A job other than a document's that the writer gave up, and why."""
+
+    at: str
+    kind: str
+    source: str
+    key: str
+    reason: str
 
 
 class RecentEvent(NamedTuple):
@@ -83,10 +107,15 @@ class WriterStats:
     heartbeat: Callable[[], None] = field(default=lambda: None, repr=False)
     # The last documents indexed, deleted or failed, newest last: the status page's feed.
     recent: deque[RecentEvent] = field(default_factory=lambda: deque(maxlen=RECENT_EVENTS))
+    # The last jobs given up that were no document's, newest last.
+    dropped: deque[DroppedJob] = field(default_factory=lambda: deque(maxlen=DROPPED_LISTED))
 
     def to_json(self) -> dict[str, object]:
         """The writer section of the daemon status."""
-        return {k: v for k, v in self.__dict__.items() if k not in ("recent", "heartbeat")}
+        shown = {
+            k: v for k, v in self.__dict__.items() if k not in ("recent", "heartbeat", "dropped")
+        }
+        return {**shown, "dropped_jobs": [d._asdict() for d in self.dropped]}
 
     def recent_events(self) -> list[RecentEvent]:
         """The last events, newest first (a copy: the writer keeps appending)."""
@@ -131,6 +160,8 @@ class Writer(threading.Thread):
         on_exit: Callable[[], None],
         readers: Mapping[str, EntryReader] | None = None,
         between_commits: Callable[[], None] = lambda: None,
+        max_attempts: int = MAX_ATTEMPTS,
+        retry_base: float = RETRY_BASE,
     ) -> None:
         super().__init__(name="ragd-writer", daemon=True)
         self.indexer = indexer
@@ -148,6 +179,8 @@ class Writer(threading.Thread):
         self._between_commits = between_commits
         self.readers = dict(readers or {})  # how a thin delivery's entry is read back
         self._second: SimpleQueue[tuple[Embedded, Future[int]]] = SimpleQueue()
+        self.max_attempts = max_attempts
+        self._retry_base = retry_base
         self._held = False  # a test's fault plan holds the writer (ragd.indexing.faults)
 
     def submit_second_stage(self, embedded: Embedded) -> Future[int]:
@@ -166,8 +199,7 @@ class Writer(threading.Thread):
             self._on_exit()
 
     def _loop(self) -> None:
-        """Take jobs, do them, mark them done; back off on errors."""
-        backoff = 1.0
+        """Take jobs, do them, mark them done; a job that fails waits for its retry."""
         while not self.stop.is_set():
             self.notifier.watchdog()
             self.stats.last_active_at = format_time(datetime.now(UTC))
@@ -183,22 +215,71 @@ class Writer(threading.Thread):
                 continue
             self.stats.busy = True
             try:
-                finished = self._do(jobs)
-            except Exception as exc:  # one bad batch must not kill the daemon
-                self.stats.errors += 1
-                dropped = self.queue.failed(jobs, max_attempts=MAX_ATTEMPTS)
-                self.stats.jobs_dropped += len(dropped)
-                log.exception("job_failed", jobs=len(jobs), error=str(exc), dropped=len(dropped))
-                self.stop.wait(backoff)
-                backoff = min(backoff * 2, 30.0)
-                continue
+                self._do_apart(jobs)
             finally:
                 self.stats.busy = False
-            backoff = 1.0
-            if finished:
-                self.queue.done(jobs)
-                self.stats.jobs_done += len(jobs)
             self._between_commits()
+
+    def _do_apart(self, jobs: list[Job]) -> None:
+        """Do `jobs` and mark them done; if they fail together, do each half apart, down
+        to the jobs that fail alone (one poisoned job among n costs ~2 log2 n tries)."""
+        try:
+            finished = self._do(jobs)
+        except Exception as exc:  # one bad job must not fail the others, nor the daemon
+            if len(jobs) == 1:
+                self._failed(jobs[0], exc)
+                return
+            log.warning("batch_failed", jobs=len(jobs), error=one_line(exc))
+            half = len(jobs) // 2
+            for part in (jobs[:half], jobs[half:]):
+                if not self.stop.is_set():
+                    self._do_apart(part)
+            return
+        if finished:
+            self.queue.done(jobs)
+            self.stats.jobs_done += len(jobs)
+
+    def _failed(self, job: Job, exc: Exception) -> None:
+        """Count a failed attempt of a job that failed alone; give it up after its last."""
+        self.stats.errors += 1
+        reason = one_line(exc)
+        exhausted = self.queue.failed(job, max_attempts=self.max_attempts, retry_in=self._retry_in)
+        log.error(
+            "job_failed",
+            kind=job.kind,
+            source=job.source,
+            key=job.key,
+            attempt=job.attempts + 1,
+            error=reason,
+            exc_info=exc,
+        )
+        if exhausted:
+            self._give_up(job, f"failed {self.max_attempts} times: {reason}")
+
+    def _retry_in(self, attempts: int) -> float:
+        return float(min(self._retry_base * 2 ** (attempts - 1), RETRY_MAX))
+
+    def _give_up(self, job: Job, reason: str) -> None:
+        """Record why `job` could not be done, then let it go. A document's job makes
+        the document failed; if even that cannot be written, the job stays queued."""
+        if job.kind in _DOCUMENT_JOBS:
+            try:
+                report = self.indexer.record_failure(
+                    job.source, job.key, reason, version=job.version
+                )
+            except Exception:
+                log.exception("failure_not_recorded", doc_id=f"{job.source}:{job.key}")
+                self.stats.errors += 1
+                return
+            self._account(report)
+        else:
+            at = format_time(datetime.now(UTC))
+            self.stats.dropped.append(DroppedJob(at, job.kind, job.source, job.key, reason))
+            name = " ".join(filter(None, (job.kind, job.source, job.key)))
+            self.stats.recent.append(RecentEvent(at, "gave up", name, reason))
+        log.error("job_given_up", kind=job.kind, source=job.source, key=job.key, error=reason)
+        self.queue.done([job])
+        self.stats.jobs_dropped += 1
 
     def _held_by_test(self) -> bool:
         """Whether a test's fault plan holds the writer; logs when that starts and ends,

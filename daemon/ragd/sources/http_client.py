@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import http.client
-import json
 import socket
 import ssl
 import threading
@@ -30,6 +29,7 @@ from http.client import HTTPMessage
 from typing import IO, Any
 
 from ragd.errors import RagdError
+from ragd.sources.json_body import decode_json
 
 USER_AGENT = "ragd"  # the service names its version (ragd.service.remote_sources)
 MAX_REDIRECTS = 5
@@ -222,9 +222,9 @@ class HttpClient:
             url, accept=JSON_TYPES, headers={"Accept": "application/json", **(headers or {})}
         )
         try:
-            return json.loads(fetched.data.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError, RecursionError):
-            raise FetchError(f"GET {shown(url)}: the answer is not valid JSON") from None
+            return decode_json(fetched.data)
+        except ValueError as exc:
+            raise FetchError(f"GET {shown(url)}: the answer {exc}") from None
 
     def _slot(self, host: str) -> threading.BoundedSemaphore:
         with self._slots_lock:

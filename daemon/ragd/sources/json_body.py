@@ -1,21 +1,28 @@
 """A webhook body as a JSON object, read defensively.
 
-Owns the one way ragd reads a JSON body it did not write: strict UTF-8, no object that
-names a key twice (two parsers could each believe a different copy), bounded nesting,
-and messages that name the JSON type received but never echo the value. Also the small
-typed readers the CMS formats use to take fields out of such an object. Pure; every
-failure is a `WebhookRejected(400)` with a one-line message.
+Owns the one way ragd reads a JSON body it did not write (a delivery, or a CMS's answer
+to a fetch): strict UTF-8, no object that names a key twice (two parsers could each
+believe a different copy), bounded nesting, text that is Unicode (JSON's `\\ud800`
+escape can name half a surrogate pair, which no encoding can store: such a body is
+refused where it enters, never queued), and messages that name the JSON type received
+but never echo the value. Also the small typed readers the CMS formats use to take
+fields out of such an object. Pure; `decode_json` raises `ValueError` with a one-line
+message, the webhook readers `WebhookRejected(400)`.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from ragd.sources.webhooks import WebhookRejected
 
-__all__ = ["describe", "got", "json_object", "optional_text", "parse_json"]
+__all__ = ["decode_json", "describe", "got", "json_object", "optional_text", "parse_json"]
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_SHOWN_KEY_CHARS = 40
 
 
 class _DuplicateKeys(dict[str, Any]):
@@ -27,18 +34,53 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return obj if len(obj) == len(pairs) else _DuplicateKeys(obj)
 
 
+def decode_json(data: bytes) -> object:
+    """The JSON value `data` holds; ValueError for bytes that are not UTF-8 JSON whose
+    every string is Unicode text, its message a predicate to follow "the body" or "the
+    answer" (`is not valid UTF-8`), never echoing the data."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError("is not valid UTF-8") from None
+    try:
+        value = json.loads(text, object_pairs_hook=_object)
+    except RecursionError:
+        raise ValueError("is JSON nested too deeply") from None
+    except ValueError as exc:  # JSONDecodeError, and ints over Python's digit limit
+        raise ValueError(f"is not valid JSON ({str(exc)[:120]})") from None
+    # Only an escape puts a surrogate in a decoded string (strict UTF-8 never does).
+    if "\\u" in text and (where := _lone_surrogate(value)) is not None:
+        raise ValueError(
+            f"holds a lone surrogate at {where} (a \\ud800-\\udfff escape without its "
+            "pair), which is not Unicode text"
+        )
+    return value
+
+
+def _lone_surrogate(value: object) -> str | None:
+    """Where (`$.a.b[2]`) a string or key holding a surrogate is, or None."""
+    stack: list[tuple[str, object]] = [("$", value)]
+    while stack:
+        where, item = stack.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                return where
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                if _SURROGATE.search(key):
+                    return f"a key of {where}"
+                stack.append((f"{where}.{key[:_SHOWN_KEY_CHARS]}", child))
+        elif isinstance(item, list):
+            stack.extend((f"{where}[{n}]", child) for n, child in enumerate(item))
+    return None
+
+
 def parse_json(body: bytes) -> object:
     """The body's JSON value; WebhookRejected(400) for bytes that are not one."""
     try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError:
-        raise WebhookRejected(400, "the body is not valid UTF-8") from None
-    try:
-        return json.loads(text, object_pairs_hook=_object)
-    except RecursionError:
-        raise WebhookRejected(400, "the body is JSON nested too deeply") from None
-    except ValueError as exc:  # JSONDecodeError, and ints over Python's digit limit
-        raise WebhookRejected(400, f"the body is not valid JSON ({str(exc)[:120]})") from None
+        return decode_json(body)
+    except ValueError as exc:
+        raise WebhookRejected(400, f"the body {exc}") from None
 
 
 def json_object(body: bytes) -> dict[str, Any]:

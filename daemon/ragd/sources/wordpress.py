@@ -12,7 +12,6 @@ without a zone (wordpress-develop class-wp-rest-posts-controller.php).
 from __future__ import annotations
 
 import html
-import json
 import urllib.parse
 from collections.abc import Mapping
 from typing import Any
@@ -20,6 +19,7 @@ from typing import Any
 from ragd.errors import SourceError
 from ragd.sources.deliveries import Delivery, parse_time, sortable_time, web_title, web_url
 from ragd.sources.http_client import FetchError, HttpClient
+from ragd.sources.json_body import decode_json
 from ragd.sources.remote import Listed
 from ragd.sources.webhooks import WebhookRejected
 
@@ -85,9 +85,9 @@ class WordPressSource:
         url = f"{self.api}/{route}?{urllib.parse.urlencode(query)}"
         fetched = self.client.get(url, accept=("application/json",))
         try:
-            posts = json.loads(fetched.data)
-        except (ValueError, RecursionError):
-            raise FetchError(f"GET {self.api}/{route}: the answer is not JSON") from None
+            posts = decode_json(fetched.data)
+        except ValueError as exc:
+            raise FetchError(f"GET {self.api}/{route}: the answer {exc}") from None
         if not isinstance(posts, list):
             raise FetchError(f"GET {self.api}/{route}: the answer is not a list")
         total = fetched.headers.get("x-wp-totalpages", "")

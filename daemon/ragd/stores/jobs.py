@@ -1,18 +1,28 @@
 """The durable work queue in state.db: what the writer still has to do.
 
-Owns the `jobs` table. Producers (the watcher, the scheduler, webhooks) enqueue from
-their own threads through their own connection; the one writer takes jobs, does them,
-and marks them done. A job is only removed when done, so work acknowledged before a
-crash is done after the restart. Enqueueing a job that is already waiting bumps its
-generation instead of adding a twin; `done` only removes the generation it took, so a
-change that arrives while its job is being processed is processed again.
+Owns the `jobs` table and its rules. Producers (the watcher, the scheduler, webhooks)
+enqueue from their own threads through their own connection; the one writer takes jobs,
+does them, and marks them done. The rules:
+
+- A job is only removed when done, so work acknowledged before a crash is done after
+  the restart.
+- Enqueueing a job that is already waiting bumps its generation instead of adding a
+  twin, and it starts its attempts afresh: it is new work. `done` only removes the
+  generation it took, so a change that arrives while its job runs is processed again.
+- Of two payloads for one job, the one with the newest version stays (a CMS entry's
+  updated_at); without versions, the latest arrival.
+- A failed attempt is counted on the generation that failed and the job waits
+  `retry_in(attempts)` before it is taken again; once it has used up its attempts,
+  `failed` returns it, still queued: the writer records why it failed, then marks it
+  done. Nothing acknowledged leaves the queue unrecorded.
 """
 
 from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -34,6 +44,7 @@ CREATE TABLE IF NOT EXISTS jobs (
     enqueued_at TEXT NOT NULL,
     payload TEXT,
     version TEXT,
+    retry_at REAL,
     UNIQUE (kind, source, key)
 );
 CREATE TABLE IF NOT EXISTS deliveries (
@@ -44,12 +55,12 @@ CREATE TABLE IF NOT EXISTS deliveries (
 );
 """
 
-# A re-enqueued job keeps the payload with the newest version (e.g. a CMS entry's
-# updated_at); without versions, the latest arrival wins.
 _UPSERT = """
 INSERT INTO jobs (kind, source, key, payload, version, enqueued_at) VALUES (?, ?, ?, ?, ?, ?)
 ON CONFLICT (kind, source, key) DO UPDATE SET
     generation = generation + 1,
+    attempts = 0,
+    retry_at = NULL,
     payload = CASE WHEN excluded.version IS NULL OR jobs.version IS NULL
                      OR excluded.version >= jobs.version
                    THEN excluded.payload ELSE jobs.payload END,
@@ -89,6 +100,9 @@ class JobQueue:
         self._conn.execute("PRAGMA synchronous=FULL")
         self._conn.execute("PRAGMA busy_timeout=10000")
         self._conn.executescript(_SCHEMA)
+        columns = {row[1] for row in self._conn.execute("PRAGMA table_info(jobs)")}
+        if "retry_at" not in columns:  # a state.db from before retries waited
+            self._conn.execute("ALTER TABLE jobs ADD COLUMN retry_at REAL")
         self._lock = threading.Lock()
 
     @classmethod
@@ -198,13 +212,13 @@ class JobQueue:
         return None if row is None or row[0] is None else str(row[0])
 
     def take(self, limit: int = 500) -> list[Job]:
-        """The oldest waiting jobs (they stay queued until `done`)."""
+        """The oldest jobs that are not waiting for a retry (they stay queued until `done`)."""
         with self._lock:
             rows = self._conn.execute(
                 "SELECT job_id, kind, source, key, generation, attempts, enqueued_at, payload, "
-                "version FROM jobs "
+                "version FROM jobs WHERE retry_at IS NULL OR retry_at <= ? "
                 "ORDER BY job_id LIMIT ?",
-                (limit,),
+                (time.time(), limit),
             ).fetchall()
         return [Job(*row) for row in rows]
 
@@ -216,18 +230,20 @@ class JobQueue:
                 [(j.job_id, j.generation) for j in jobs],
             )
 
-    def failed(self, jobs: Sequence[Job], *, max_attempts: int) -> list[Job]:
-        """Count a failed attempt; drop and return the jobs that used up their attempts."""
-        dropped = [j for j in jobs if j.attempts + 1 >= max_attempts]
+    def failed(self, job: Job, *, max_attempts: int, retry_in: Callable[[int], float]) -> bool:
+        """Count a failed attempt of `job`; True when that used up its `max_attempts`.
+
+        The job stays queued either way: until `retry_in(attempts so far)` seconds have
+        passed, or, once its attempts are used up, until the caller has recorded the
+        failure and marks it `done`. An attempt of a generation that was re-enqueued
+        meanwhile is not counted: the new one is new work."""
+        attempts = job.attempts + 1
         with self._lock:
-            self._conn.executemany(
-                "UPDATE jobs SET attempts = attempts + 1 WHERE job_id = ?",
-                [(j.job_id,) for j in jobs],
-            )
-            self._conn.executemany(
-                "DELETE FROM jobs WHERE job_id = ?", [(j.job_id,) for j in dropped]
-            )
-        return dropped
+            counted = self._conn.execute(
+                "UPDATE jobs SET attempts = ?, retry_at = ? WHERE job_id = ? AND generation = ?",
+                (attempts, time.time() + retry_in(attempts), job.job_id, job.generation),
+            ).rowcount
+        return counted == 1 and attempts >= max_attempts
 
     def depth(self) -> int:
         """How many jobs are waiting."""

@@ -1,0 +1,126 @@
+"""The daemon's writer thread when jobs fail: real stores and job queue on disk, a fake
+embedder. A poisoned job is one queued with a content no encoding can store (a lone
+surrogate: what a ragd from before the intake refused it could have queued)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.writer_harness import WriterHarness as Harness
+
+ATTEMPTS = 3
+POISON = "# Poisoned\n\nHalf a pair: \ud800.\n"
+
+
+@pytest.fixture
+def harness(tmp_path: Path) -> Iterator[Harness]:
+    h = Harness(tmp_path, max_attempts=ATTEMPTS)
+    yield h
+    h.close()
+
+
+def valid(n: int) -> tuple[str, str]:
+    return f"page-{n}", f"# Page {n}\n\nThe quokka number {n} is here.\n"
+
+
+def test_a_poisoned_job_does_not_fail_the_jobs_taken_with_it(harness: Harness) -> None:
+    harness.entries(
+        *(valid(n) for n in range(5)), ("poisoned", POISON), *(valid(n) for n in range(5, 10))
+    )
+
+    harness.run_until_idle()
+
+    indexed = [harness.document(f"page-{n}") for n in range(10)]
+    assert [d.status if d else None for d in indexed] == ["indexed"] * 10
+    assert harness.stats.jobs_done == 10
+
+
+def test_a_job_that_keeps_failing_becomes_a_failed_document_with_its_reason(
+    harness: Harness,
+) -> None:
+    harness.entries(valid(1), ("poisoned", POISON))
+
+    harness.run_until_idle()
+
+    record = harness.document("poisoned")
+    assert record is not None and record.status == "failed"
+    assert record.error is not None
+    assert f"failed {ATTEMPTS} times" in record.error and "UnicodeEncodeError" in record.error
+    assert harness.stats.jobs_dropped == 1
+
+
+def test_only_the_job_that_fails_alone_counts_failed_attempts(harness: Harness) -> None:
+    harness.entries(valid(1), valid(2), ("poisoned", POISON), valid(3))
+    counted: list[str] = []
+    failed = harness.queue.failed
+
+    def counting(job, **kwargs):  # type: ignore[no-untyped-def]
+        counted.append(job.key)
+        return failed(job, **kwargs)
+
+    harness.queue.failed = counting  # type: ignore[method-assign]
+
+    harness.run_until_idle()
+
+    assert counted == ["poisoned"] * ATTEMPTS
+
+
+def test_a_failed_document_indexed_before_loses_its_old_chunks(harness: Harness) -> None:
+    harness.entries(("page", "# Page\n\nThe wombat digs.\n"))
+    harness.run_until_idle()
+    harness.entries(("page", POISON))
+
+    deadline = time.monotonic() + 30
+    while (record := harness.document("page")) is not None and record.status != "failed":
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+
+    assert record is not None and record.chunk_count == 0
+    assert harness.stores.manifest.chunks_of("cms:page") == []
+
+
+def test_a_housekeeping_job_that_keeps_failing_is_given_up_and_listed(tmp_path: Path) -> None:
+    def compact() -> None:
+        raise OSError(28, "No space left on device")
+
+    harness = Harness(tmp_path, compact=compact, max_attempts=ATTEMPTS)
+    try:
+        harness.queue.enqueue("compact")
+
+        harness.run_until_idle()
+
+        (dropped,) = harness.stats.dropped
+        assert dropped.kind == "compact"
+        assert "No space left on device" in dropped.reason
+        assert harness.stats.to_json()["dropped_jobs"] == [dropped._asdict()]
+        (event,) = harness.stats.recent_events()  # the status page's feed
+        assert (event.action, event.doc_id, event.reason) == ("gave up", "compact", dropped.reason)
+    finally:
+        harness.close()
+
+
+def test_a_failed_job_waits_for_its_retry_while_later_jobs_are_done(tmp_path: Path) -> None:
+    harness = Harness(
+        tmp_path, retry_base=60.0, max_attempts=ATTEMPTS
+    )  # a retry that does not come in the test
+    try:
+        harness.entries(("poisoned", POISON))
+        harness.start()
+        deadline = time.monotonic() + 30
+        while harness.stats.errors == 0:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+
+        harness.entries(valid(1))
+        while (record := harness.document("page-1")) is None or record.status != "indexed":
+            assert time.monotonic() < deadline, "a later job waited behind the failed one"
+            time.sleep(0.02)
+
+        assert harness.document("poisoned") is None  # still queued, waiting for its retry
+        assert harness.queue.depth() == 1
+    finally:
+        harness.close()
