@@ -66,6 +66,8 @@ def lone_surrogate(text: str) -> bool:
     except UnicodeDecodeError:
         return True
     return False
+
+
 _ids = itertools.count()
 
 
@@ -99,7 +101,7 @@ def test_every_delivery_is_refused_at_the_door_or_indexed(
     writer: WriterHarness, sender: Sender, title: str, text: str
 ) -> None:
     entry = Entry(f"post-{next(_ids)}", title, text)
-    intake = WebhookIntake({sender.name: cms_format(sender)})
+    intake = WebhookIntake({sender.name: cms_format(sender)}, max_body_bytes=1 << 20)
 
     outcome, (status, body) = intake.accept(
         writer.queue, sender.name, received(sender.publish(entry))
@@ -118,7 +120,7 @@ def test_every_delivery_is_refused_at_the_door_or_indexed(
 
 def test_a_lone_surrogate_is_refused_naming_where_it_is(writer: WriterHarness) -> None:
     sender = Native()
-    intake = WebhookIntake({sender.name: cms_format(sender)})
+    intake = WebhookIntake({sender.name: cms_format(sender)}, max_body_bytes=1 << 20)
     sent = sender.publish(Entry("post-x", "Fine title", "Half a pair: \udc00."))
 
     _, (status, body) = intake.accept(writer.queue, sender.name, received(sent))

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from ragd.service.webhook_intake import MAX_DELIVERY_ENTRIES
 from tests.cms_deliveries import Directus, Entry, compact, iso
 from tests.integration.daemon import Served, wait_until
 from tests.local_http import Reply, Seen, json_reply, local_server
@@ -139,3 +140,32 @@ def test_an_update_of_an_item_the_api_no_longer_has_deletes_it(
     assert served.post("/v1/webhooks/directus", *update("10", changed={"title": "V"}))[0] == 202
 
     wait_until(lambda: found(served, "voles runways") == [], 5)
+
+
+def test_a_bulk_update_of_100_items_reads_each_back(served: Served, directus: FakeDirectus) -> None:
+    keys = [str(n) for n in range(100, 200)]
+    for key in keys:
+        directus.items[key] = Entry(key, f"Stoat {key}", f"Stoats turn white in winter ({key}).")
+
+    status, _ = served.post("/v1/webhooks/directus", *update(*keys, changed={"status": "x"}))
+
+    assert status == 202
+    wait_until(lambda: documents(served) == 100, 20)
+    assert sorted(directus.fetched) == keys
+
+
+def test_an_update_of_more_items_than_a_delivery_may_change_is_413_and_fetches_nothing(
+    served: Served, directus: FakeDirectus
+) -> None:
+    keys = [str(n) for n in range(MAX_DELIVERY_ENTRIES + 1)]
+
+    status, answer = served.post("/v1/webhooks/directus", *update(*keys, changed={"status": "x"}))
+
+    assert status == 413, answer
+    assert f"the limit is {MAX_DELIVERY_ENTRIES} per delivery" in answer["error"]
+    served.wait_idle()
+    assert directus.fetched == []
+
+
+def documents(served: Served) -> int:
+    return sum(s["documents"] for s in served.status()["sources"] if s["name"] == "directus")

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import fields, replace
 from datetime import timedelta
@@ -44,6 +43,7 @@ from ragd.config.settings import (
     StorageConfig,
 )
 from ragd.config.sources import parse_sources
+from ragd.config.toml_document import read_toml
 from ragd.config.values import (  # package-internal helpers
     T,
     _bool,
@@ -174,10 +174,7 @@ def _parse(
     environ: Mapping[str, str] | None,
     path: Path | None,
 ) -> Config:
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:  # the message ends "(at line N, column M)"
-        raise ConfigError(f"{origin}: invalid TOML: {exc}") from None
+    doc = read_toml(text, origin)
     base_dir = Path(base_dir).absolute()
     schema = _schema(base_dir)
     # A section key written above the first [section] header lands at the top level.

@@ -301,7 +301,9 @@ def _listen(value: object) -> tuple[str, int]:
             raise _Invalid("has no host", hint='use "0.0.0.0:PORT" to listen on all interfaces')
         if not _HOSTNAME_RE.fullmatch(host):
             raise _Invalid("has an invalid host name")
-    if not port_text.isascii() or not port_text.isdigit() or not 1 <= int(port_text) <= 65535:
+    # The length first: int() refuses text of more than 4,300 digits with a ValueError.
+    digits = port_text.isascii() and port_text.isdigit() and len(port_text) <= 5
+    if not digits or not 1 <= int(port_text) <= 65535:
         raise _Invalid("needs a port between 1 and 65535")
     return host, int(port_text)
 

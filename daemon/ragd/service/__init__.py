@@ -4,6 +4,7 @@
 lifecycle, `stopping` how it learns to stop; `writer` the one thread that writes the
 stores; `scheduler` the periodic jobs; `backend` what the HTTP API answers from,
 `http_api` its routes (Starlette) and `http_server` the listening socket (uvicorn);
-`webhook_intake` reads webhook secrets and queues deliveries; `metrics` (Prometheus),
+`remote_sources` reads webhook secrets (`secret_files` a secret's file, within bounds),
+`webhook_intake` bounds and queues deliveries; `metrics` (Prometheus),
 `notify` (systemd) and `logs` (structlog) are the operator's view.
 """

@@ -66,7 +66,7 @@ class Daemon:
             self._resources.callback(self.stopping.close)
             self._resources.enter_context(self.stopping.installed())
             remote = remote_sources(config)  # reads the secrets and tokens, once
-            self.webhooks = WebhookIntake(remote.formats)
+            self.webhooks = WebhookIntake(remote.formats, max_body_bytes=config.http.max_body_bytes)
             lock = WriterLock(runtime.data_dir.lock)
             lock.acquire()
             self._resources.callback(lock.release)

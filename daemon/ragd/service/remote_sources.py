@@ -2,8 +2,9 @@
 
 Owns turning the config of webhook, sitemap and WordPress sources into the core's
 objects (ragd.sources.cms, ragd.sources.sitemap, ragd.sources.wordpress), reading their
-secrets and tokens from the environment once, at start, and never logging them. A
-variable that is named but unset is a configuration error naming the key.
+secrets and tokens from the environment (or a secret from its file, within the bounds of
+ragd.service.secret_files) once, at start, and never logging them. A variable that is
+named but unset is a configuration error naming the key.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from ragd import __version__
 from ragd.config import Config, PollSourceConfig, SourceConfig, WebhookSourceConfig
 from ragd.errors import ConfigError
+from ragd.service.secret_files import read_secret_file
 from ragd.sources.cms.contentful import ContentfulApi, ContentfulFormat
 from ragd.sources.cms.directus import DirectusApi, DirectusFormat
 from ragd.sources.cms.fields import FieldMap
@@ -128,12 +130,7 @@ def _secret(source: WebhookSourceConfig, env: Mapping[str, str]) -> str | None:
         return _env(source, "secret_env", source.secret_env, env)
     if source.secret_file is None:
         return None
-    try:
-        text = source.secret_file.read_text().strip()
-    except OSError as exc:
-        raise ConfigError(
-            f"sources.{source.name}.secret_file: cannot read {source.secret_file}: {exc.strerror}"
-        ) from exc
+    text = read_secret_file(source.secret_file, f"sources.{source.name}.secret_file").strip()
     if not text:
         raise ConfigError(f"sources.{source.name}.secret_file: {source.secret_file} is empty")
     return text

@@ -1,22 +1,22 @@
 """CMS deliveries over HTTP: a delivery's way from request to the durable job queue.
 
 Owns `WebhookIntake.accept`: find the source's format (ragd.sources.cms), authenticate
-the delivery, parse it, and queue the entries it changes in one transaction, once per
-delivery id, answering with the HTTP status and a JSON body. No answer is ever 410 (Ghost
-deletes a webhook that gets one). The writer applies queued deliveries later
-(ragd.service.writer), fetching back those that came without content.
+the delivery, parse it, bound the work it implies, and queue the entries it changes in one
+transaction, once per delivery id, answering with the HTTP status and a JSON body. No
+answer is ever 410 (Ghost deletes a webhook that gets one). The writer applies queued
+deliveries later (ragd.service.writer), fetching back those that came without content.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
 from ragd.service.logs import get_logger
 from ragd.sources.cms.formats import WebhookFormat, WebhookRequest
-from ragd.sources.deliveries import job_payload
+from ragd.sources.deliveries import Delivery, job_payload
 from ragd.sources.webhooks import WebhookRejected
 from ragd.stores.jobs import JobQueue
 
@@ -25,6 +25,16 @@ from ragd.stores.jobs import JobQueue
 # new change back to the same content.
 REPEAT_AFTER = timedelta(minutes=10)
 SHOWN_NAME_CHARS = 64
+# One body fans out to many entries in some formats (a Directus bulk update names up to
+# thousands of keys and carries one payload for all of them), so the body limit alone
+# bounds nothing: 300 keys x a 99 KB body became 38,704 chunks. A delivery may therefore
+# change at most this many entries (the largest page the Directus app lists, so the largest
+# bulk edit made there; deletes and thin upserts count too, as each is a job and a thin
+# one a fetch), and carry at most as much text, content and titles over all its entries,
+# as one body may hold: [http] max_body_bytes, in characters (a character of a JSON
+# string takes at least one byte, so a delivery of one entry is never refused for it;
+# only fan-out, or rich text that grows as Markdown, can pass it).
+MAX_DELIVERY_ENTRIES = 1000
 
 log = get_logger("ragd.service.webhook_intake")
 
@@ -34,8 +44,9 @@ Answer = tuple[str, tuple[int, dict[str, Any]]]
 class WebhookIntake:
     """The webhook sources of a config, each with its format."""
 
-    def __init__(self, formats: Mapping[str, WebhookFormat]) -> None:
+    def __init__(self, formats: Mapping[str, WebhookFormat], *, max_body_bytes: int) -> None:
         self.formats = dict(formats)
+        self.max_text_chars = max_body_bytes  # see MAX_DELIVERY_ENTRIES
 
     def knows(self, source: str) -> bool:
         """Whether `source` is a configured webhook source."""
@@ -68,6 +79,9 @@ class WebhookIntake:
             return "malformed", (400, {"error": message})
         if parsed.ignored is not None:
             return "ignored", (202, {"status": "ignored", "reason": parsed.ignored})
+        too_much = implied_work_problem(parsed.deliveries, self.max_text_chars)
+        if too_much is not None:
+            return "too_large", (413, {"error": too_much})
         thin = [d for d in parsed.deliveries if d.event == "upsert" and d.content is None]
         if thin and not fmt.fetches_thin_entries:
             message = "an upsert without content needs a way to fetch it (fetch_url or api_url)"
@@ -77,3 +91,20 @@ class WebhookIntake:
         queued = queue.accept_delivery(source, delivery_id, entries, repeat_after=repeat_after)
         outcome = "queued" if queued else "duplicate"
         return outcome, (202, {"status": outcome, "delivery_id": delivery_id})
+
+
+def implied_work_problem(deliveries: Sequence[Delivery], max_text_chars: int) -> str | None:
+    """Why a delivery implies more work than one delivery may (see MAX_DELIVERY_ENTRIES),
+    naming the limit; None when it is within both limits."""
+    if len(deliveries) > MAX_DELIVERY_ENTRIES:
+        return (
+            f"the delivery changes {len(deliveries)} entries; "
+            f"the limit is {MAX_DELIVERY_ENTRIES} per delivery"
+        )
+    chars = sum(len(d.content or "") + len(d.title or "") for d in deliveries)
+    if chars > max_text_chars:
+        return (
+            f"the delivery carries {chars} characters of text over {len(deliveries)} entries; "
+            f"the limit is {max_text_chars} per delivery ([http] max_body_bytes)"
+        )
+    return None

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import urllib.parse
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from ragd.errors import SourceError
@@ -180,7 +181,9 @@ class DirectusFormat:
         if action == "update" and self.fetches_thin_entries:
             # An update's payload is the fields that changed: read the whole item back.
             return Parsed(tuple(Delivery("upsert", k, updated_at=updated) for k in keys))
-        thin_ok = self.fetches_thin_entries
-        return Parsed(
-            tuple(self.fields.upsert(k, item, updated_at=updated, thin_ok=thin_ok) for k in keys)
+        # Every key gets the same payload: read it once, not once per key (a bulk update
+        # may name thousands, and a rich-text body is converted as it is read).
+        first = self.fields.upsert(
+            keys[0], item, updated_at=updated, thin_ok=self.fetches_thin_entries
         )
+        return Parsed(tuple(replace(first, entry_id=key) for key in keys))
