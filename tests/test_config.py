@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import tomllib
 from datetime import timedelta
@@ -26,7 +27,7 @@ from ragd.config import (
     parse_duration,
     resolve_config_path,
 )
-from ragd.config.loading import _schema
+from ragd.config.loading import MAX_CONFIG_BYTES, _schema
 from ragd.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -803,8 +804,33 @@ def test_missing_file_message(tmp_path: Path) -> None:
 
 
 def test_directory_as_config_file_is_an_error(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="config path is a directory"):
+    with pytest.raises(ConfigError) as info:
         load_config(tmp_path, environ={})
+    assert str(info.value).startswith(f"config file {tmp_path} is a directory, not a regular file")
+
+
+@pytest.mark.timeout(10)  # a regression blocks in open() or reads forever: fail soon
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_config_path_that_is_no_regular_file_is_refused_without_reading_it(
+    tmp_path: Path, kind: str
+) -> None:
+    path = Path("/dev/zero")
+    if kind == "fifo":
+        path = tmp_path / "config.fifo"
+        os.mkfifo(path)
+
+    with pytest.raises(ConfigError) as info:
+        load_config(path, environ={})
+
+    assert "not a regular file" in str(info.value)
+
+
+def test_a_config_file_over_a_mebibyte_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_bytes(b"#" * (MAX_CONFIG_BYTES + 1))
+
+    with pytest.raises(ConfigError, match="is larger than 1024 KiB"):
+        load_config(path, environ={})
 
 
 def test_toml_syntax_error_names_the_line(tmp_path: Path) -> None:

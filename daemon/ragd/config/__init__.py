@@ -1,6 +1,6 @@
 """Configuration: config.toml's schema (`settings`, `sources`), how it is read and checked
-(`loading`, `toml_document`, `values`, `durations`), and environment overrides. Shells
-import from here; the core never does."""
+(`loading`, `regular_files`, `toml_document`, `values`, `durations`), and environment
+overrides. Shells import from here; the core never does."""
 
 from ragd.config.durations import format_duration
 from ragd.config.loading import (

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Final, cast
 
 from ragd.config.durations import DurationError, duration_from
+from ragd.config.regular_files import UnfitFile, read_regular_file
 from ragd.config.settings import (
     DEFAULT_DATA_DIR,
     DEFAULT_MODEL,
@@ -69,6 +70,8 @@ __all__ = ["CONFIG_ENV", "load_config", "parse_config", "parse_duration", "resol
 
 CONFIG_ENV: Final = "RAGD_CONFIG"
 _MISSING_FILE_HINT: Final = "pass --config PATH or set RAGD_CONFIG"
+# The commented example is ~10 KiB; a config of a thousand sources stays well under this.
+MAX_CONFIG_BYTES: Final = 1024 * 1024
 
 
 # --- public entry points --------------------------------------------------------------------
@@ -88,13 +91,13 @@ def load_config(path: Path, environ: Mapping[str, str] | None = None) -> Config:
     """Read and validate a config file; relative paths in it resolve against its directory."""
     path = Path(path).absolute()
     try:
-        data = path.read_bytes()
+        data = read_regular_file(path, MAX_CONFIG_BYTES)
     except FileNotFoundError:
         raise ConfigError(f"config file not found: {path}", hint=_MISSING_FILE_HINT) from None
-    except IsADirectoryError:
-        raise ConfigError(f"config path is a directory: {path}", hint=_MISSING_FILE_HINT) from None
     except OSError as exc:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+    except UnfitFile as exc:
+        raise ConfigError(f"config file {path} {exc}", hint=_MISSING_FILE_HINT) from None
     try:
         text = data.decode("utf-8-sig")  # tolerate a BOM from Windows editors
     except UnicodeDecodeError as exc:
