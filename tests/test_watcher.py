@@ -577,6 +577,24 @@ def test_a_root_beyond_the_watch_limit_is_not_retried(
     assert recorder.rewatched == []
 
 
+def test_names_that_are_not_utf8_yield_no_change_and_leave_the_rest_of_the_batch(
+    root: Path, recorder: Recorder, start_watcher: Any
+) -> None:
+    start_watcher(root)
+    latin1_dir = os.path.join(os.fsencode(root), b"caf\xe9")
+    os.mkdir(latin1_dir)
+    with open(os.path.join(latin1_dir, b"menu.md"), "wb") as inside:
+        inside.write(b"x")
+    with open(os.path.join(os.fsencode(root), b"na\xefve.md"), "wb") as latin1_file:
+        latin1_file.write(b"x")
+    (root / "plain.md").write_text("x")
+
+    recorder.wait_change("plain.md")
+    recorder.sync(root)
+
+    assert recorder.non_cookie_changes() == [Change("docs", "plain.md", is_dir=False)]
+
+
 def test_stop_flushes_pending_changes_and_is_idempotent(
     root: Path, recorder: Recorder, start_watcher: Any
 ) -> None:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from ragd.adapters.watchdog import FsEvent, TreeWatch
-from ragd.sources.folders import FolderSource
+from ragd.sources.folders import FolderSource, is_utf8_name, shown_key
 
 logger = logging.getLogger("ragd.watcher")
 
@@ -356,6 +356,18 @@ class Watcher:
                 logger.exception("on_changes callback failed for %d changes", len(changes))
 
     def _wanted(self, source: str, key: str, *, is_dir: bool) -> bool:
-        """Apply the source's selection here, off the observer thread, as scan() does."""
+        """Apply the source's selection here, off the observer thread, as scan() does.
+
+        A name that is not valid UTF-8 is never a change: no store can hold it as a key
+        (the queue's SQLite would refuse the whole batch), and nothing under such a
+        directory can be a document. A scan counts those files in status `skipped`.
+        """
         folder = self._folders[source]
+        if not is_utf8_name(key):
+            logger.warning(
+                "%s:%s: name is not valid UTF-8; left out (a full scan counts it as skipped)",
+                source,
+                shown_key(key),
+            )
+            return False
         return folder.descends(key) if is_dir else folder.selects(key)
