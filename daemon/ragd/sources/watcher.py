@@ -148,8 +148,9 @@ class Watcher:
         self._final_seen = threading.Event()  # wakes the debounce thread before its tick
         self._next_root_check = 0.0
         # Held while roots are checked, and by stop() while it stops watching: a check
-        # cut short by the stop would take every root for vanished.
-        self._checking = threading.Lock()
+        # cut short by the stop would take every root for vanished. Reentrant, as an
+        # on_rewatched callback may call stop().
+        self._checking = threading.RLock()
         self._root_deleted = False  # a root's deletion was seen: check the roots at once
 
     def start(self) -> None:
@@ -247,9 +248,10 @@ class Watcher:
         watched again is one of those.
         """
         with self._checking:
-            if not self._stopped:
-                for root in self._roots:
-                    self._check_root(root)
+            for root in self._roots:
+                if self._stopped:
+                    return
+                self._check_root(root)
 
     def _check_root(self, root: _Root) -> None:
         if root.armed_on is not None:
