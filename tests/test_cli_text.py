@@ -128,6 +128,18 @@ def test_status_text_counts_skipped_symlinks_and_special_files_and_names_the_fir
     ]
 
 
+def test_status_text_counts_file_names_that_are_not_utf8_and_names_them_escaped() -> None:
+    listed = [{"path": "caf\\xe9.md", "kind": "non-utf8-name"}]
+    skipped = {"symlinks": 0, "special": 0, "non_utf8_names": 1, "files": listed}
+
+    lines = status_text(_report(_source(skipped=skipped))).splitlines()
+
+    assert [line for line in lines if line.startswith("skipped")] == [
+        "skipped docs: 1 file name (not valid UTF-8: cannot be a document; rename it)",
+        "skipped docs:caf\\xe9.md: non-utf8-name",
+    ]
+
+
 def test_status_text_says_nothing_of_skipped_files_when_a_scan_skipped_none() -> None:
     assert "skipped" not in status_text(_report(_source()))
 

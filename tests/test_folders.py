@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragd.errors import DocumentError, SourceError
-from ragd.sources.folders import FolderSource, Listing
+from ragd.sources.folders import FolderSource, Listing, shown_key
 
 
 def _source(root: Path, **kwargs: object) -> FolderSource:
@@ -159,6 +159,31 @@ def test_skipped_entries_the_patterns_would_not_select_are_not_reported(tmp_path
     listing = _source(tmp_path, exclude=("drafts/",)).scan()
 
     assert listing.skipped == []
+
+
+def test_files_whose_names_are_not_utf8_are_skipped_and_shown_escaped(tmp_path: Path) -> None:
+    root = os.fsencode(tmp_path)
+    os.mkdir(os.path.join(root, b"d\xe9"))
+    for name in (b"caf\xe9.md", b"d\xe9/menu.md", b"logo\xff.png"):  # the .png is not selected
+        with open(os.path.join(root, name), "wb") as file:
+            file.write(b"x")
+    (tmp_path / "real.md").write_text("x")
+
+    listing = _source(tmp_path).scan()
+
+    assert [f[0] for f in listing.files] == ["real.md"]
+    assert sorted(listing.skipped) == [
+        ("caf\\xe9.md", "non-utf8-name"),
+        ("d\\xe9/menu.md", "non-utf8-name"),
+    ]
+    assert listing.skipped_names == ["caf\\xe9.md", "d\\xe9/menu.md"]
+    assert listing.skipped_special == 0
+
+
+def test_a_shown_key_is_the_key_unless_its_name_is_not_utf8() -> None:
+    assert shown_key("café/guide.md") == "café/guide.md"
+    assert shown_key(os.fsdecode(b"caf\xe9.md")) == "caf\\xe9.md"
+    assert shown_key("lone\ud800.md") == "lone\\ud800.md"  # no file name decodes to one
 
 
 def test_reading_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sqlite3
@@ -672,6 +673,34 @@ def test_skipped_files_that_are_gone_are_forgotten_by_the_next_pass(harness: Har
     harness.run()
 
     assert _skipped(harness) == {}
+
+
+def test_a_pass_records_files_whose_names_are_not_utf8_as_skipped_and_escaped(
+    harness: Harness,
+) -> None:
+    (harness.root / "guide.md").write_text(DOC)
+    with open(os.path.join(os.fsencode(harness.root), b"caf\xe9.md"), "wb") as latin1_name:
+        latin1_name.write(DOC.encode())
+
+    report = harness.run()
+
+    assert _docs(report)["added"] == 1
+    assert _skipped(harness) == {
+        "docs": SkippedFiles(0, 0, (("caf\\xe9.md", "non-utf8-name"),), names=1)
+    }
+
+
+def test_a_skipped_record_kept_before_names_were_counted_reads_as_no_names(
+    harness: Harness,
+) -> None:
+    stores = WriterStores(harness.data, keyword_rows=manifest_keyword_rows)
+    try:
+        stored = {"symlinks": 1, "special": 0, "listed": [["linked.md", "symlink"]]}
+        stores.manifest.set_meta("skipped:docs", json.dumps(stored))
+    finally:
+        stores.close()
+
+    assert _skipped(harness) == {"docs": SkippedFiles(1, 0, (("linked.md", "symlink"),))}
 
 
 def test_chunks_committed_between_two_manifest_reads_are_in_flight_not_disagreement() -> None:

@@ -77,6 +77,14 @@ def test_every_source_is_a_row_with_its_counts() -> None:
     assert "<td class=n>12</td>" in text
 
 
+def test_a_folder_row_counts_what_its_last_scan_skipped() -> None:
+    skipped = {"symlinks": 2, "special": 0, "non_utf8_names": 1, "files": []}
+
+    text = page(report(source(skipped=skipped)))
+
+    assert "<br>skipped: 2 symlinks, 1 file name not valid UTF-8</td>" in text
+
+
 def test_a_trustworthy_index_reads_ok_and_a_stale_one_attention() -> None:
     stale = source(stale=1, stale_by_reason={"source_changed": 1})
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -41,6 +42,7 @@ class Recorder:
         self._lock = threading.Lock()
         self.batches: list[list[Change]] = []
         self.overflow_calls = 0
+        self.rewatched: list[str] = []
         self._cookies = 0
 
     def on_changes(self, changes: list[Change]) -> None:
@@ -50,6 +52,10 @@ class Recorder:
     def on_overflow(self) -> None:
         with self._lock:
             self.overflow_calls += 1
+
+    def on_rewatched(self, source: str) -> None:
+        with self._lock:
+            self.rewatched.append(source)
 
     def changes(self) -> list[Change]:
         with self._lock:
@@ -105,7 +111,9 @@ def start_watcher(recorder: Recorder) -> Iterator[Callable[..., Watcher]]:
         kwargs.setdefault("settle", SETTLE)
         kwargs.setdefault("ceiling", CEILING)
         folders = [docs_source(r, f"docs{i}" if i else "docs") for i, r in enumerate(roots)]
-        watcher = Watcher(folders, recorder.on_changes, recorder.on_overflow, **kwargs)
+        watcher = Watcher(
+            folders, recorder.on_changes, recorder.on_overflow, recorder.on_rewatched, **kwargs
+        )
         watcher.start()
         started.append(watcher)
         return watcher
@@ -389,7 +397,7 @@ from ragd.sources.watcher import Watcher
 told = threading.Event()
 watcher = Watcher(
     [FolderSource("docs", Path(sys.argv[1]), ("**/*.md",))],
-    lambda changes: None, told.set, settle=0.1, ceiling=1.0,
+    lambda changes: None, told.set, lambda source: None, settle=0.1, ceiling=1.0,
 )
 watcher.start()
 print("ready", flush=True)
@@ -493,6 +501,100 @@ def test_removing_the_root_is_not_reported_as_a_delete(
     assert not watcher.health().watching
 
 
+def test_a_root_deleted_and_restored_is_watched_again_and_rescanned(
+    root: Path, recorder: Recorder, start_watcher: Any
+) -> None:
+    watcher = start_watcher(root)
+    shutil.rmtree(root)
+    recorder.wait_for(lambda: watcher.health().unwatched_roots == (str(root),))
+
+    root.mkdir()
+    recorder.wait_for(lambda: recorder.rewatched == ["docs"])
+    (root / "back.md").write_text("x")
+    recorder.wait_change("back.md")
+
+    health = watcher.health()
+    assert health.unwatched_roots == ()
+    assert health.watching
+
+
+def test_a_root_moved_away_and_made_again_is_watched_at_its_path(
+    root: Path, recorder: Recorder, start_watcher: Any
+) -> None:
+    watcher = start_watcher(root)
+    moved = root.with_name("docs.old")
+    root.rename(moved)
+    root.mkdir()
+    recorder.wait_for(lambda: recorder.rewatched == ["docs"])
+
+    (root / "new.md").write_text("x")
+    (moved / "old.md").write_text("x")  # no longer the root: nothing of it is reported
+    recorder.wait_change("new.md")
+    recorder.sync(root)
+
+    assert recorder.non_cookie_changes() == [Change("docs", "new.md", is_dir=False)]
+    assert watcher.health().unwatched_roots == ()
+
+
+def test_a_root_missing_at_start_is_watched_once_it_exists(
+    tmp_path: Path, recorder: Recorder, start_watcher: Any
+) -> None:
+    root = tmp_path / "later"
+    watcher = start_watcher(root)
+    assert watcher.health().unwatched_roots == (str(root),)
+
+    root.mkdir()
+    recorder.wait_for(lambda: recorder.rewatched == ["docs"])
+    (root / "a.md").write_text("x")
+    recorder.wait_change("a.md")
+
+    assert watcher.health().unwatched_roots == ()
+
+
+def test_a_root_beyond_the_watch_limit_is_not_retried(
+    tmp_path: Path, recorder: Recorder, start_watcher: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    full, fine = tmp_path / "full", tmp_path / "fine"
+    full.mkdir()
+    fine.mkdir()
+    attempts: list[Path] = []
+
+    class LimitedObserver(Observer):  # type: ignore[misc, valid-type]
+        def schedule(self, handler: Any, path: Any, **kwargs: Any) -> Any:
+            if Path(path) == full:
+                attempts.append(full)
+                raise OSError(errno.ENOSPC, "inotify watch limit reached")
+            return super().schedule(handler, path, **kwargs)
+
+    monkeypatch.setattr(ragd.adapters.watchdog, "Observer", LimitedObserver)
+    watcher = start_watcher(full, fine)
+    # Several root checks go by: each retry would walk the whole tree again, in vain.
+    time.sleep(3 * ragd.sources.watcher.ROOT_CHECK_SECONDS)
+    recorder.sync(fine)
+
+    assert attempts == [full]
+    assert watcher.health().unwatched_roots == (str(full),)
+    assert recorder.rewatched == []
+
+
+def test_names_that_are_not_utf8_yield_no_change_and_leave_the_rest_of_the_batch(
+    root: Path, recorder: Recorder, start_watcher: Any
+) -> None:
+    start_watcher(root)
+    latin1_dir = os.path.join(os.fsencode(root), b"caf\xe9")
+    os.mkdir(latin1_dir)
+    with open(os.path.join(latin1_dir, b"menu.md"), "wb") as inside:
+        inside.write(b"x")
+    with open(os.path.join(os.fsencode(root), b"na\xefve.md"), "wb") as latin1_file:
+        latin1_file.write(b"x")
+    (root / "plain.md").write_text("x")
+
+    recorder.wait_change("plain.md")
+    recorder.sync(root)
+
+    assert recorder.non_cookie_changes() == [Change("docs", "plain.md", is_dir=False)]
+
+
 def test_stop_flushes_pending_changes_and_is_idempotent(
     root: Path, recorder: Recorder, start_watcher: Any
 ) -> None:
@@ -525,7 +627,9 @@ def test_an_exception_in_on_changes_does_not_stop_later_batches(
             raise RuntimeError("indexer exploded")
         recorder.on_changes(changes)
 
-    watcher = Watcher([docs_source(root)], flaky, recorder.on_overflow, settle=SETTLE)
+    watcher = Watcher(
+        [docs_source(root)], flaky, recorder.on_overflow, recorder.on_rewatched, settle=SETTLE
+    )
     watcher.start()
     try:
         (root / "first.md").write_text("x")

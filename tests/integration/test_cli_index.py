@@ -196,6 +196,7 @@ def test_symlinks_and_special_files_a_scan_skipped_are_counted_and_listed_by_sta
     assert status["sources"][0]["skipped"] == {
         "symlinks": 2,
         "special": 1,
+        "non_utf8_names": 0,
         "files": [
             {"path": "more", "kind": "symlink"},
             {"path": "pipe.md", "kind": "fifo"},

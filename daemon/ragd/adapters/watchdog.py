@@ -1,9 +1,14 @@
 """watchdog behind one adapter: inotify events under some roots, as plain values.
 
 Owns watchdog's observer (started once, one recursive watch per root, symlinks not
-followed), the narrowed event mask, turning watchdog's events into `FsEvent`s, and noticing
-that the kernel's event queue overflowed. Debouncing and what a path means is
+followed, a root's watch replaced when it is armed again), whether a root's watch still
+runs, the narrowed event mask, turning watchdog's events into `FsEvent`s, and noticing that
+the kernel's event queue overflowed. Debouncing and what a path means is
 `ragd.sources.watcher`.
+
+watchdog ends a root's watch when the root itself is deleted (its emitter stops) but keeps
+it scheduled, so scheduling the path again would add nothing: `watch` unschedules the old
+one first. A root moved away keeps its watch, which then follows the moved directory.
 
 watchdog tells event handlers nothing of an overflow (IN_Q_OVERFLOW): it logs a warning
 and rebuilds its watches. That log record, matched by the message watchdog 7.1 writes, is
@@ -15,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -30,7 +36,7 @@ from watchdog.events import (
     FileSystemEventHandler,
 )
 from watchdog.observers import Observer
-from watchdog.observers.api import BaseObserver
+from watchdog.observers.api import BaseObserver, ObservedWatch
 
 OVERFLOW_LOGGER = "watchdog.observers.inotify_c"
 OVERFLOW_MESSAGE = "Inotify queue overflowed"
@@ -101,7 +107,8 @@ class _OverflowLogHandler(logging.Handler):
 
 class TreeWatch:
     """An inotify observer over some roots. `on_event` and `on_overflow` run on watchdog's
-    thread: they must be quick (the kernel queue fills while they run)."""
+    thread: they must be quick (the kernel queue fills while they run). The other methods
+    may be called from any thread."""
 
     def __init__(
         self, on_event: Callable[[FsEvent], None], on_overflow: Callable[[], None]
@@ -110,6 +117,10 @@ class TreeWatch:
         self._log_handler = _OverflowLogHandler(on_overflow)
         self._observer: BaseObserver | None = None
         self._saved_level: int | None = None
+        self._watches: dict[str, ObservedWatch] = {}
+        # Held around every change to the observer's watches and every look at them:
+        # stop() empties them on the caller's thread.
+        self._lock = threading.Lock()
 
     def start(self) -> None:
         """Start the observer; OSError (EMFILE: no inotify instance left) if it cannot."""
@@ -129,13 +140,39 @@ class TreeWatch:
         self._observer = observer
 
     def watch(self, root: str) -> None:
-        """Watch `root` recursively; OSError (ENOSPC: the watch limit; a missing root) if
-        it cannot. Scheduled after `start`, the watch is created right here."""
-        if self._observer is None:
-            raise OSError("the observer is not running")
-        self._observer.schedule(
-            self._handler, root, recursive=True, event_filter=EVENT_FILTER, follow_symlink=False
-        )
+        """Watch `root` recursively, in place of any watch of it before; OSError (ENOSPC:
+        the watch limit; ENOENT: a missing root) if it cannot. Scheduled after `start`,
+        the watch is created right here."""
+        with self._lock:
+            if self._observer is None:
+                raise OSError("the observer is not running")
+            self._unschedule(self._observer, root)
+            self._watches[root] = self._observer.schedule(
+                self._handler,
+                root,
+                recursive=True,
+                event_filter=EVENT_FILTER,
+                follow_symlink=False,
+            )
+
+    def unwatch(self, root: str) -> None:
+        """Stop watching `root`, if it is watched."""
+        with self._lock:
+            if self._observer is not None:
+                self._unschedule(self._observer, root)
+
+    def watches(self, root: str) -> bool:
+        """Whether `root`'s watch runs: False once the root itself was deleted."""
+        with self._lock:
+            watch = self._watches.get(root)
+            if self._observer is None or watch is None:
+                return False
+            return any(e.watch == watch and e.is_alive() for e in self._observer.emitters)
+
+    def _unschedule(self, observer: BaseObserver, root: str) -> None:
+        watch = self._watches.pop(root, None)
+        if watch is not None:
+            observer.unschedule(watch)
 
     def is_alive(self) -> bool:
         """Whether the observer thread runs."""
@@ -143,10 +180,12 @@ class TreeWatch:
 
     def stop(self, timeout: float) -> None:
         """Stop the observer and wait up to `timeout` seconds for its thread."""
-        observer, self._observer = self._observer, None
-        if observer is not None:
-            observer.stop()
-            observer.join(timeout)
+        with self._lock:
+            observer, self._observer = self._observer, None
+            self._watches.clear()
+            if observer is not None:
+                observer.stop()
+                observer.join(timeout)
         self._detach()
 
     def _detach(self) -> None:

@@ -458,9 +458,9 @@ def status(state: _State, as_json: bool, check: bool, list_stale: bool) -> int:
     Works with or without a running daemon. When `ragd serve` runs for this data
     directory (at http.listen), its report is shown, with a daemon section: uptime, queue,
     writer and watcher health, next scheduled jobs, LanceDB versions. Otherwise the stores
-    are read directly. Folder sources also list the symlinks and special files their last
-    full scan skipped (symlinks are not followed). Text output gives times as ages; --json
-    as ISO 8601 UTC.
+    are read directly. Folder sources also list the symlinks, special files and files
+    whose names are not valid UTF-8 their last full scan skipped (symlinks are not
+    followed). Text output gives times as ages; --json as ISO 8601 UTC.
     """
     report = _status_report(state)
     code, line = verdict(report)

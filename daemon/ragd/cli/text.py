@@ -201,19 +201,24 @@ def status_text(report: dict[str, Any]) -> str:
 
 def _skipped_text(name: str, skipped: Mapping[str, Any] | None) -> list[str]:
     """What the last full scan of a folder passed over, counted, then the first few named."""
-    if not skipped or not (skipped["symlinks"] or skipped["special"]):
+    if not skipped:
         return []
+    # A daemon of an earlier version does not count names.
+    names = skipped.get("non_utf8_names", 0)
     counts = [
         f"{n} {what}{'' if n == 1 else 's'} ({why})"
         for n, what, why in (
             (skipped["symlinks"], "symlink", "not followed"),
             (skipped["special"], "special file", "FIFO, socket or device: not read"),
+            (names, "file name", "not valid UTF-8: cannot be a document; rename it"),
         )
         if n
     ]
+    if not counts:
+        return []
     lines = [f"skipped {name}: {' and '.join(counts)}"]
     lines.extend(f"skipped {name}:{f['path']}: {f['kind']}" for f in skipped["files"])
-    if more := skipped["symlinks"] + skipped["special"] - len(skipped["files"]):
+    if more := skipped["symlinks"] + skipped["special"] + names - len(skipped["files"]):
         lines.append(f"skipped {name}: … and {more} more")
     return lines
 

@@ -119,7 +119,9 @@ class Daemon:
                     self.stop,
                 )
             )
-            self.watcher = Watcher(runtime.folders, self._on_changes, self._on_overflow)
+            self.watcher = Watcher(
+                runtime.folders, self._on_changes, self._on_overflow, self._on_rewatched
+            )
             self.poller = Poller(
                 {name: source for name, (source, _) in remote.polled.items()},
                 lambda: ManifestReader.open(runtime.data_dir.manifest),
@@ -274,6 +276,13 @@ class Daemon:
 
     def _on_overflow(self) -> None:
         log.warning("watch_events_lost", action="full rescan queued")
+        self._enqueue("scan")
+
+    def _on_rewatched(self, source: str) -> None:
+        # What changed while the root was gone only a scan sees. A scan of every source
+        # rather than a tree job of this one: a scan refuses a root that suddenly lists
+        # nothing (a disk not mounted back yet), where a tree job would delete all of it.
+        log.info("root_watched_again", source=source, action="full rescan queued")
         self._enqueue("scan")
 
     def _enqueue(self, kind: JobKind) -> None:

@@ -139,13 +139,30 @@ def _sources(sources: Sequence[Mapping[str, Any]], now: datetime) -> str:
             else ""
         )
         rows.append(
-            f"<tr><td><b>{e(s['name'])}</b>{unreachable}</td><td>{e(s['type'])}</td>"
+            f"<tr><td><b>{e(s['name'])}</b>{unreachable}{_skipped(s.get('skipped'))}</td>"
+            f"<td>{e(s['type'])}</td>"
             f"<td class=n>{e(s['documents'])}</td><td class=n>{e(s['chunks'])}</td>"
             f"<td>{stale}</td><td class=n>{e(s['failed'])}</td><td>{e(coverage)}</td>"
             f"<td title='{e(s['last_indexed_at'])}'>"
             f"{e(relative_time(s['last_indexed_at'], now))}</td></tr>"
         )
     return head + "".join(rows) + "</table>"
+
+
+def _skipped(skipped: Mapping[str, Any] | None) -> str:
+    """What a folder's last full scan passed over, counted (`ragd status` names them)."""
+    if not skipped:
+        return ""
+    counts = [
+        f"{n} {what}{'' if n == 1 else 's'}{after}"
+        for n, what, after in (
+            (skipped["symlinks"], "symlink", ""),
+            (skipped["special"], "special file", ""),
+            (skipped.get("non_utf8_names", 0), "file name", " not valid UTF-8"),
+        )
+        if n
+    ]
+    return f"<br>skipped: {e(', '.join(counts))}" if counts else ""
 
 
 def _histogram(name: str, counts: Sequence[int]) -> str:

@@ -3,7 +3,8 @@
 Owns the rules for which files under a root are documents: include/exclude patterns
 (gitignore style), no symlinks followed (to files or directories), only regular files,
 a size cap. A scan says what it passed over (symlinks and special files where a document
-or a scanned directory would be) so that status can show it. Reading opens with
+or a scanned directory would be, and files whose names are not valid UTF-8) so that status
+can show it. Reading opens with
 O_NOFOLLOW|O_NONBLOCK and checks the opened file, so a file swapped for a FIFO, a symlink
 or a directory between listing and reading is refused instead of blocking or escaping
 the root.
@@ -26,8 +27,11 @@ from ragd.errors import DocumentError, SourceError
 _READ_MORE = 64 << 10  # bytes per read once a file has grown past its stat
 
 
-SkippedKind = Literal["symlink", "fifo", "socket", "device", "other"]
-"""What a skipped entry was: a symlink, or a special file that cannot be a document."""
+SkippedKind = Literal["symlink", "fifo", "socket", "device", "other", "non-utf8-name"]
+"""What a skipped entry was: a symlink, a special file that cannot be a document, or a
+regular file whose name is not valid UTF-8 (a name no store can hold as a key)."""
+
+NON_UTF8_NAME: SkippedKind = "non-utf8-name"
 
 FileStat = tuple[str, int, int]
 """A file as listed: (key, size, mtime_ns), the key its POSIX path relative to the root.
@@ -52,14 +56,15 @@ class Listing:
 
     `unreadable_dirs` are directories that could not be listed; documents under them are
     neither confirmed nor deleted by this scan. `skipped` are the entries the patterns
-    select that are not regular files, as (key, kind): symlinks (never followed) to a
-    selected name or to a directory the scan would enter, and FIFOs, sockets and devices.
+    select that cannot be documents, as (key, kind): symlinks (never followed) to a
+    selected name or to a directory the scan would enter, FIFOs, sockets and devices, and
+    regular files whose names are not valid UTF-8. A key that is not valid UTF-8 is
+    given as `shown_key` makes it (`caf\\xe9.md`): text that JSON and SQLite can hold.
     """
 
     files: list[FileStat] = field(default_factory=list)
     unreadable_dirs: list[str] = field(default_factory=list)
     skipped: list[tuple[str, SkippedKind]] = field(default_factory=list)
-    skipped_names: list[str] = field(default_factory=list)  # not valid UTF-8, shown mangled
 
     @property
     def skipped_symlinks(self) -> int:
@@ -67,9 +72,14 @@ class Listing:
         return sum(1 for _, kind in self.skipped if kind == "symlink")
 
     @property
+    def skipped_names(self) -> list[str]:
+        """The selected regular files whose names are not valid UTF-8, as shown keys."""
+        return [key for key, kind in self.skipped if kind == NON_UTF8_NAME]
+
+    @property
     def skipped_special(self) -> int:
         """How many selected entries were FIFOs, sockets or devices (not read)."""
-        return len(self.skipped) - self.skipped_symlinks
+        return len(self.skipped) - self.skipped_symlinks - len(self.skipped_names)
 
     def covers(self, key: str) -> bool:
         """True when this listing can vouch for `key` (it is not under an unreadable dir)."""
@@ -197,18 +207,20 @@ class FolderSource:
         try:
             if entry.is_symlink():
                 if self._selects_link(entry, key):
-                    listing.skipped.append((key, "symlink"))
+                    listing.skipped.append((shown_key(key), "symlink"))
             elif entry.is_dir(follow_symlinks=False):
                 if not self.excludes_dir(key):
                     stack.append((Path(entry.path), key))
-            elif entry.is_file(follow_symlinks=False):
-                if not is_utf8_name(key):
-                    listing.skipped_names.append(os.fsencode(key).decode("utf-8", "replace"))
-                elif self._includes(key) and not self._excludes_listed_file(key):
-                    st = entry.stat(follow_symlinks=False)
-                    listing.files.append((key, st.st_size, st.st_mtime_ns))
-            elif is_utf8_name(key) and self._includes(key) and not self._excludes_listed_file(key):
-                listing.skipped.append((key, _special_kind(entry.stat(follow_symlinks=False))))
+            elif not self._includes(key) or self._excludes_listed_file(key):
+                pass
+            elif not entry.is_file(follow_symlinks=False):
+                kind = _special_kind(entry.stat(follow_symlinks=False))
+                listing.skipped.append((shown_key(key), kind))
+            elif not is_utf8_name(key):
+                listing.skipped.append((shown_key(key), NON_UTF8_NAME))
+            else:
+                st = entry.stat(follow_symlinks=False)
+                listing.files.append((key, st.st_size, st.st_mtime_ns))
         except FileNotFoundError:
             pass  # vanished between listing and stat: the next scan sees it gone
 
@@ -216,8 +228,6 @@ class FolderSource:
         """Whether a symlink stands where a document or a scanned directory would be: a
         name the patterns select, or a link to a directory that is not excluded. Only for
         reporting what was skipped; the link itself is never followed."""
-        if not is_utf8_name(key):
-            return False
         if self._includes(key) and not self._excludes_listed_file(key):
             return True
         try:
@@ -281,6 +291,19 @@ def is_utf8_name(key: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def shown_key(key: str) -> str:
+    """A key as text any store, JSON or terminal takes: a name that is not valid UTF-8
+    (listed with surrogate escapes) has its bytes that are not as `\\xNN`, the way
+    Python's backslashreplace writes them; any other key is itself."""
+    if is_utf8_name(key):
+        return key
+    try:
+        raw = key.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a lone surrogate no file name decodes to
+        return key.encode("utf-8", "backslashreplace").decode("utf-8")
+    return raw.decode("utf-8", "backslashreplace")
 
 
 def read_regular_file(path: str | Path, max_bytes: int) -> FileContent:

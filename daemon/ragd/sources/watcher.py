@@ -2,9 +2,11 @@
 
 Owns the mapping from raw filesystem events (`ragd.adapters.watchdog`) to
 `Change(source, key, is_dir)` hints, the debounce (settle period with a ceiling), overflow
-bookkeeping and which roots could not be watched. Changes are hints, never truth: the
-indexer re-stats and hashes whatever it is told about, and a rescan (asked for through
-`on_overflow`, or on a schedule elsewhere) covers anything a watch missed.
+bookkeeping, and which roots are watched: a root that is deleted, moved away or replaced
+is noticed within ROOT_CHECK_SECONDS and watched again as soon as a directory is back at
+its path. Changes are hints, never truth: the indexer re-stats and hashes whatever it is
+told about, and a rescan (asked for through `on_overflow` and `on_rewatched`, or on a
+schedule elsewhere) covers anything a watch missed.
 
 It starts threads and logs through `logging`; it imports only the watchdog adapter and
 `ragd.sources.folders`.
@@ -15,6 +17,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import stat
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -22,12 +25,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from ragd.adapters.watchdog import FsEvent, TreeWatch
-from ragd.sources.folders import FolderSource
+from ragd.sources.folders import FolderSource, is_utf8_name, shown_key
 
 logger = logging.getLogger("ragd.watcher")
 
 TICK_SECONDS = 0.05
 JOIN_SECONDS = 0.9  # per thread; stop() stays well under 2 s
+# How often each root's path is checked (one lstat each): a root deleted and restored,
+# or moved away and made again, is watched again within this.
+ROOT_CHECK_SECONDS = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,8 +54,9 @@ class WatchHealth:
     """What the watcher can vouch for.
 
     `watching` is True while the observer runs and at least one root is watched (or there
-    are no roots). `unwatched_roots` are root paths that could not be watched; only rescans
-    cover them. `last_overflow_at` (ISO 8601 UTC) is when events were last lost: until a
+    are no roots). `unwatched_roots` are root paths not watched now: missing (watched
+    again once they are back, with a rescan) or beyond a limit (only rescans cover them).
+    `last_overflow_at` (ISO 8601 UTC) is when events were last lost: until a
     scan that began after it completes, only that scan can vouch for the roots.
     """
 
@@ -67,9 +74,10 @@ class _Window:
 
 
 class _Root:
-    """A folder source with the real path its events arrive under."""
+    """A folder source with the real path its events arrive under, and the directory
+    its watch was armed on."""
 
-    __slots__ = ("folder", "prefix", "real")
+    __slots__ = ("armed_on", "folder", "prefix", "real", "retry")
 
     def __init__(self, folder: FolderSource) -> None:
         self.folder = folder
@@ -77,6 +85,20 @@ class _Root:
         # otherwise be watched as the link itself, while scan() lists through it.
         self.real = os.path.realpath(folder.root)
         self.prefix = self.real.rstrip("/") + "/"
+        # (st_dev, st_ino) of the directory watched; None while unwatched. A root moved
+        # away keeps its watch (it follows the inode): only this tells it was replaced.
+        self.armed_on: tuple[int, int] | None = None
+        # Whether to watch it again once a directory is at its path: a missing root is,
+        # one beyond a limit (ENOSPC, EMFILE) is left to rescans.
+        self.retry = False
+
+    def directory(self) -> tuple[int, int] | None:
+        """(st_dev, st_ino) of the directory at the root's path now, if there is one."""
+        try:
+            st = os.lstat(self.real)
+        except OSError:
+            return None
+        return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
 
 
 class Watcher:
@@ -87,8 +109,12 @@ class Watcher:
     once, with whatever else is due. Any other (a file created and still open, a
     deletion, a move's source, which an editor's save may undo a moment later) is emitted
     once its (source, key, is_dir) has been quiet for `settle` seconds, or `ceiling`
-    seconds after its first event, so a steady writer is not starved. Callbacks run on
-    the watcher's own thread, one at a time.
+    seconds after its first event, so a steady writer is not starved. Every
+    ROOT_CHECK_SECONDS the same thread checks each root: a root whose watch ended (it was
+    deleted) or whose path now holds another directory (it was moved away, or replaced)
+    is unwatched, and a missing root is watched again once a directory is at its path,
+    then `on_rewatched(source)` asks for the rescan that covers what happened meanwhile.
+    Callbacks run on the watcher's own thread, one at a time.
     """
 
     def __init__(
@@ -96,6 +122,7 @@ class Watcher:
         folders: Sequence[FolderSource],
         on_changes: Callable[[list[Change]], None],
         on_overflow: Callable[[], None],
+        on_rewatched: Callable[[str], None],
         *,
         settle: float = 0.3,
         ceiling: float = 5.0,
@@ -104,6 +131,7 @@ class Watcher:
         self._folders = {folder.name: folder for folder in folders}
         self._on_changes = on_changes
         self._on_overflow = on_overflow
+        self._on_rewatched = on_rewatched  # a root watched again (by source name): rescan it
         self._settle = settle
         self._ceiling = max(ceiling, settle)
         self._lock = threading.Lock()
@@ -118,6 +146,12 @@ class Watcher:
         self._thread = threading.Thread(target=self._run, name="ragd-watcher", daemon=True)
         self._stopping = threading.Event()
         self._final_seen = threading.Event()  # wakes the debounce thread before its tick
+        self._next_root_check = 0.0
+        # Held while roots are checked, and by stop() while it stops watching: a check
+        # cut short by the stop would take every root for vanished. Reentrant, as an
+        # on_rewatched callback may call stop().
+        self._checking = threading.RLock()
+        self._root_deleted = False  # a root's deletion was seen: check the roots at once
 
     def start(self) -> None:
         """Watch every root recursively (symlinks not followed) and start debouncing."""
@@ -132,7 +166,7 @@ class Watcher:
         else:
             for root in self._roots:
                 try:
-                    self._watch.watch(root.real)
+                    self._arm(root)
                 except OSError as exc:  # ENOSPC (the watch limit), a missing root
                     self._unwatchable(root, exc)
         self._thread.start()
@@ -143,7 +177,8 @@ class Watcher:
             if not self._started or self._stopped:
                 return
             self._stopped = True
-        self._watch.stop(JOIN_SECONDS)
+        with self._checking:
+            self._watch.stop(JOIN_SECONDS)
         self._stopping.set()
         self._final_seen.set()
         # A callback may call stop() from the watcher thread itself: it cannot join itself.
@@ -168,8 +203,9 @@ class Watcher:
         for path in event.paths:
             found = self._locate(path)
             if found is None:
-                if event.dir_deleted:
-                    self._root_lost(path)
+                if event.dir_deleted:  # a root's own deletion, most likely
+                    self._root_deleted = True
+                    self._final_seen.set()
                 continue
             ident = (found[0], found[1], event.is_dir)
             final = path in event.final
@@ -189,16 +225,72 @@ class Watcher:
                 return root.folder.name, path[len(root.prefix) :]
         return None
 
-    def _root_lost(self, path: str) -> None:
-        # watchdog stops a root's emitter when the root itself is deleted. That is never
-        # a delete of everything: the root is left to rescans (which refuse empty roots).
-        for root in self._roots:
-            if root.real == path:
-                logger.warning("root %s of source %r vanished", path, root.folder.name)
-                self._unwatchable(root, None)
+    # Roots: armed by start(), then checked by the debounce thread.
+
+    def _arm(self, root: _Root) -> None:
+        """Watch a root (OSError if it cannot be). The directory is read before the watch
+        is made: were it replaced in between, the next check sees another directory and
+        arms again, where reading it after would take the new one for the watched one."""
+        directory = root.directory()
+        if directory is None:
+            raise FileNotFoundError(errno.ENOENT, "no directory at the root's path")
+        self._watch.watch(root.real)
+        root.armed_on, root.retry = directory, False
+        with self._lock:
+            if str(root.folder.root) in self._unwatched:
+                self._unwatched.remove(str(root.folder.root))
+
+    def _check_roots(self) -> None:
+        """Unwatch the roots that are gone or replaced; watch the missing ones that are back.
+
+        A root that vanished is never a delete of everything: rescans refuse a root that
+        cannot be listed or suddenly lists nothing, and the rescan asked for once it is
+        watched again is one of those.
+        """
+        with self._checking:
+            for root in self._roots:
+                if self._stopped:
+                    return
+                self._check_root(root)
+
+    def _check_root(self, root: _Root) -> None:
+        if root.armed_on is not None:
+            if self._watch.watches(root.real) and root.directory() == root.armed_on:
+                return
+            logger.warning(
+                "root %s of source %r vanished or was replaced; watching it again "
+                "once a directory is there",
+                root.folder.root,
+                root.folder.name,
+            )
+            self._watch.unwatch(root.real)  # a root moved away is still watched
+            root.armed_on, root.retry = None, True
+            self._unwatchable(root, None)
+        if not root.retry or root.directory() is None:
+            return
+        try:
+            self._arm(root)
+        except OSError as exc:
+            if exc.errno not in (errno.ENOENT, errno.ENOTDIR):  # not a race with a delete
+                self._unwatchable(root, exc)
+            return
+        logger.info("watching root %s of source %r again", root.folder.root, root.folder.name)
+        try:
+            self._on_rewatched(root.folder.name)
+        except Exception:
+            logger.exception("on_rewatched callback failed")
 
     def _unwatchable(self, root: _Root, exc: OSError | None) -> None:
-        if exc is not None:
+        if exc is not None and exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            root.retry = True
+            logger.error(
+                "cannot watch %s for source %r (%s); watching it once it is a directory",
+                root.folder.root,
+                root.folder.name,
+                exc.strerror,
+            )
+        elif exc is not None:
+            root.retry = False
             hint = "; raise fs.inotify.max_user_watches" if exc.errno == errno.ENOSPC else ""
             logger.error(
                 "cannot watch %s for source %r (%s); only rescans will cover it%s",
@@ -226,8 +318,14 @@ class Watcher:
             # Cleared before the tick: a final event recorded during it wakes the next one.
             self._final_seen.wait(TICK_SECONDS)
             self._final_seen.clear()
-            if not self._stopping.is_set():
-                self._tick(time.monotonic(), flush_all=False)
+            if self._stopping.is_set():
+                break
+            now = time.monotonic()
+            if self._root_deleted or now >= self._next_root_check:
+                self._root_deleted = False
+                self._next_root_check = now + ROOT_CHECK_SECONDS
+                self._check_roots()
+            self._tick(time.monotonic(), flush_all=False)
         self._tick(time.monotonic(), flush_all=True)
 
     def _tick(self, now: float, *, flush_all: bool) -> None:
@@ -260,6 +358,18 @@ class Watcher:
                 logger.exception("on_changes callback failed for %d changes", len(changes))
 
     def _wanted(self, source: str, key: str, *, is_dir: bool) -> bool:
-        """Apply the source's selection here, off the observer thread, as scan() does."""
+        """Apply the source's selection here, off the observer thread, as scan() does.
+
+        A name that is not valid UTF-8 is never a change: no store can hold it as a key
+        (the queue's SQLite would refuse the whole batch), and nothing under such a
+        directory can be a document. A scan counts those files in status `skipped`.
+        """
         folder = self._folders[source]
+        if not is_utf8_name(key):
+            logger.warning(
+                "%s:%s: name is not valid UTF-8; left out (a full scan counts it as skipped)",
+                source,
+                shown_key(key),
+            )
+            return False
         return folder.descends(key) if is_dir else folder.selects(key)

@@ -215,10 +215,11 @@ class Manifest(ManifestReader):
                 {
                     "symlinks": skipped.symlinks,
                     "special": skipped.special,
+                    "names": skipped.names,
                     "listed": [list(entry) for entry in skipped.listed],
                 }
             )
-            if skipped.symlinks or skipped.special
+            if skipped.total
             else None
         )
         if self.get_meta(key) == value:

@@ -177,7 +177,9 @@ class ManifestReader:
         for name, value in rows:
             saved = json.loads(value)
             listed = tuple((str(key), str(kind)) for key, kind in saved["listed"])
-            found[name] = SkippedFiles(int(saved["symlinks"]), int(saved["special"]), listed)
+            # Rows written before names were counted have no "names": none were.
+            names = int(saved.get("names", 0))
+            found[name] = SkippedFiles(int(saved["symlinks"]), int(saved["special"]), listed, names)
         return found
 
     def pending_doc_ids(self) -> set[str]:

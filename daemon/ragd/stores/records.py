@@ -165,30 +165,40 @@ def listing_digest(files: Sequence[tuple[str, int, int]]) -> str:
 # A folder with thousands of symlinks (a vendored tree, a build output) must not grow the
 # manifest or the status report: the counts cover every one, the list the first few.
 SKIPPED_LISTED = 20
+NON_UTF8_NAME = "non-utf8-name"  # the kind of a file whose name is not valid UTF-8
 
 
 @dataclass(frozen=True, slots=True)
 class SkippedFiles:
     """What the last full scan of a folder source passed over without reading: symlinks
     (never followed) and special files (FIFOs, sockets, devices) where a document or a
-    scanned directory would be. `listed` holds the first SKIPPED_LISTED as (key, kind),
-    in key order."""
+    scanned directory would be, and files whose names are not valid UTF-8 (`names`).
+    `listed` holds the first SKIPPED_LISTED as (key, kind), in key order; a name that is
+    not valid UTF-8 is listed escaped (`caf\\xe9.md`, ragd.sources.folders.shown_key)."""
 
     symlinks: int = 0
     special: int = 0
     listed: tuple[tuple[str, str], ...] = ()
+    names: int = 0
 
     @classmethod
     def of(cls, entries: Sequence[tuple[str, str]]) -> SkippedFiles:
         """From every skipped (key, kind) of a listing, in any order."""
         symlinks = sum(1 for _, kind in entries if kind == "symlink")
+        names = sum(1 for _, kind in entries if kind == NON_UTF8_NAME)
         listed = tuple(sorted(entries)[:SKIPPED_LISTED])
-        return cls(symlinks, len(entries) - symlinks, listed)
+        return cls(symlinks, len(entries) - symlinks - names, listed, names)
+
+    @property
+    def total(self) -> int:
+        """Every skipped entry, listed or not."""
+        return self.symlinks + self.special + self.names
 
     def to_json(self) -> dict[str, object]:
         """The `skipped` object of a source in the status report."""
         return {
             "symlinks": self.symlinks,
             "special": self.special,
+            "non_utf8_names": self.names,
             "files": [{"path": key, "kind": kind} for key, kind in self.listed],
         }
