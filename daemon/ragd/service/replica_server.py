@@ -162,7 +162,7 @@ class ReplicaServer:
                 environ=os.environ,
             )
             self.http = HttpServer(
-                create_app(backend, mcp), http.host, http.port, listen=http.listen
+                create_app(backend, mcp), http, closed=backend.metrics.connection_closed
             )
             self._resources.callback(self.http.close)
         except BaseException:
