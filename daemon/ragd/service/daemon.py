@@ -152,6 +152,7 @@ class Daemon:
                 host=http.host,
                 port=http.port,
                 max_body_bytes=http.max_body_bytes,
+                max_connections=http.max_connections,
                 environ=os.environ,
             )
             if not is_loopback(http.host) and not os.environ.get(TOKEN_ENV):

@@ -159,6 +159,7 @@ class ReplicaServer:
                 host=http.host,
                 port=http.port,
                 max_body_bytes=http.max_body_bytes,
+                max_connections=http.max_connections,
                 environ=os.environ,
             )
             self.http = HttpServer(
