@@ -19,6 +19,7 @@ from ragd.config import (
     DEFAULT_MODEL,
     Config,
     FolderSourceConfig,
+    HttpConfig,
     PollSourceConfig,
     WebhookSourceConfig,
     format_duration,
@@ -105,6 +106,17 @@ def test_example_config_sets_every_key() -> None:
     assert set(raw["sources"][0]) == {"name", "type", "path", "include", "exclude", "max_age"}
 
 
+def test_example_config_writes_the_http_limits_at_their_defaults() -> None:
+    http = load_config(EXAMPLE, environ={}).http
+    default = HttpConfig()
+
+    assert (http.header_timeout, http.body_timeout, http.max_connections) == (
+        default.header_timeout,
+        default.body_timeout,
+        default.max_connections,
+    )
+
+
 def test_example_storage_and_cluster_set_every_key_when_uncommented() -> None:
     text = EXAMPLE.read_text(encoding="utf-8")
     commented = text[text.index("# [storage]") : text.index("[[sources]]")]
@@ -145,6 +157,11 @@ def test_omitted_sections_take_defaults(tmp_path: Path) -> None:
         8750,
         1_048_576,
     )
+    assert (config.http.header_timeout, config.http.body_timeout) == (
+        timedelta(seconds=10),
+        timedelta(seconds=30),
+    )
+    assert config.http.max_connections == 512
     assert config.embedding.model == DEFAULT_MODEL
     assert not config.embedding.model_is_local
     assert config.embedding.batch_size == 1024
@@ -262,6 +279,7 @@ def test_float_for_int_is_rejected(tmp_path: Path) -> None:
         ("embedding", "batch_size", 65_537, "must be between 1 and 65536"),
         ("daemon", "max_file_bytes", 1023, "must be at least 1024"),
         ("http", "max_body_bytes", 0, "must be at least 1024"),
+        ("http", "max_connections", 0, "must be at least 1"),
     ],
 )
 def test_int_out_of_bounds_is_rejected(
@@ -269,6 +287,13 @@ def test_int_out_of_bounds_is_rejected(
 ) -> None:
     message = error(f"[{section}]\n{key} = {value}\n" + FOLDER, tmp_path)
     assert message == f"config.toml: {section}.{key}: {problem}, got {value}"
+
+
+@pytest.mark.parametrize("key", ["header_timeout", "body_timeout"])
+def test_an_http_timeout_of_zero_is_named(tmp_path: Path, key: str) -> None:
+    message = error(f'[http]\n{key} = "0s"\n' + FOLDER, tmp_path)
+
+    assert message.startswith(f"config.toml: http.{key}: must be greater than zero")
 
 
 def test_overlap_must_be_below_half_of_max_chars(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
+from ragd.config.settings import HttpConfig
 from ragd.errors import RagdError
 from ragd.service.http_server import HttpServer
 
@@ -27,13 +28,21 @@ async def _hello(_: Request) -> PlainTextResponse:
     return PlainTextResponse("hello")
 
 
+def _on(port: int) -> HttpConfig:
+    return HttpConfig(host="127.0.0.1", port=port)
+
+
+def _ignore(reason: str) -> None:
+    pass
+
+
 def _start_session_manager() -> None:
     raise RuntimeError("no session manager")
 
 
 def test_start_returns_with_the_server_answering() -> None:
     port = _free_port()
-    server = HttpServer(Starlette(routes=[Route("/", _hello)]), "127.0.0.1", port, listen="x")
+    server = HttpServer(Starlette(routes=[Route("/", _hello)]), _on(port), closed=_ignore)
     try:
         server.start()
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as answer:
@@ -50,7 +59,7 @@ def test_an_app_whose_start_up_fails_is_a_ragd_error() -> None:
         _start_session_manager()
         yield
 
-    server = HttpServer(Starlette(lifespan=broken), "127.0.0.1", _free_port(), listen="x")
+    server = HttpServer(Starlette(lifespan=broken), _on(_free_port()), closed=_ignore)
     try:
         with pytest.raises(RagdError, match="did not start"):
             server.start()
@@ -65,4 +74,4 @@ def test_a_busy_port_is_a_ragd_error_naming_it() -> None:
         holder.listen()
         port = holder.getsockname()[1]
         with pytest.raises(RagdError, match=f"cannot listen on 127.0.0.1:{port}"):
-            HttpServer(Starlette(), "127.0.0.1", port, listen=f"127.0.0.1:{port}")
+            HttpServer(Starlette(), _on(port), closed=_ignore)

@@ -137,7 +137,13 @@ def _schema(base_dir: Path) -> dict[str, dict[str, _Convert]]:
             "default_max_age": _duration,
             "max_file_bytes": _int(1024),
         },
-        "http": {"listen": _listen, "max_body_bytes": _int(1024)},
+        "http": {
+            "listen": _listen,
+            "max_body_bytes": _int(1024),
+            "header_timeout": _duration,
+            "body_timeout": _duration,
+            "max_connections": _int(1),
+        },
         "embedding": {"model": _model(base_dir), "batch_size": _int(1, 65536)},
         "rerank": {
             "enabled": _bool,

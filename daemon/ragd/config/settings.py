@@ -38,11 +38,16 @@ class DaemonConfig:
 
 @dataclass(frozen=True, kw_only=True)
 class HttpConfig:
-    """[http]: the address `ragd serve` listens on (host without IPv6 brackets) and body limit."""
+    """[http]: the address `ragd serve` listens on (host without IPv6 brackets), the body
+    limit, and what a connection may hold open: how long its client may take to send a
+    request's headers, and then its body, and how many connections may be open at once."""
 
     host: str = "127.0.0.1"
     port: int = 8750
     max_body_bytes: int = 1_048_576
+    header_timeout: timedelta = timedelta(seconds=10)
+    body_timeout: timedelta = timedelta(seconds=30)
+    max_connections: int = 512
 
     @property
     def listen(self) -> str:

@@ -154,12 +154,13 @@ class Daemon:
                 host=http.host,
                 port=http.port,
                 max_body_bytes=http.max_body_bytes,
+                max_connections=http.max_connections,
                 environ=os.environ,
             )
             if not is_loopback(http.host) and not os.environ.get(TOKEN_ENV):
                 log.warning("mcp_refused_off_loopback", hint=f"set {TOKEN_ENV} to use /mcp")
             app = create_app(backend, mcp)
-            self.http = HttpServer(app, http.host, http.port, listen=http.listen)
+            self.http = HttpServer(app, http, closed=backend.metrics.connection_closed)
             self._resources.callback(self.http.close)
         except BaseException:
             self._resources.close()

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
@@ -269,6 +269,12 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return _error(exc.status_code, str(exc.detail))
 
 
+async def _client_gone(request: Request, exc: Exception) -> Response:
+    # The client left before its body was in (or the server closed it for taking too
+    # long, ragd.service.http_connections): nobody reads this answer, and it is no error.
+    return Response(status_code=400)
+
+
 async def _server_error(request: Request, exc: Exception) -> Response:
     return _error(500, f"internal error: {type(exc).__name__}")
 
@@ -298,6 +304,10 @@ def create_app(backend: Backend, mcp: McpEndpoint | None = None) -> Starlette:
 
     return Starlette(
         routes=routes,
-        exception_handlers={HTTPException: _http_error, Exception: _server_error},
+        exception_handlers={
+            HTTPException: _http_error,
+            ClientDisconnect: _client_gone,
+            Exception: _server_error,
+        },
         lifespan=lifespan,
     )

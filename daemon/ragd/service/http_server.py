@@ -1,8 +1,9 @@
 """The HTTP server of `ragd serve`: uvicorn on a socket bound before it starts.
 
 Owns binding the listening socket (so a busy port fails at start-up, before any indexing,
-with a one-line error) and running uvicorn on it in a thread of its own. Off the main
-thread uvicorn leaves signals alone: the daemon's lifecycle handles them.
+with a one-line error) and running uvicorn on it in a thread of its own, its connections
+held to `[http]`'s timeouts and cap (ragd.service.http_connections). Off the main thread
+uvicorn leaves signals alone: the daemon's lifecycle handles them.
 """
 
 from __future__ import annotations
@@ -11,11 +12,14 @@ import contextlib
 import socket
 import threading
 import time
+from collections.abc import Callable
 
 import uvicorn
 from starlette.applications import Starlette
 
+from ragd.config.settings import HttpConfig
 from ragd.errors import RagdError
+from ragd.service.http_connections import Connections, Limits, RequestWatch, guarded_protocol
 
 # Seconds uvicorn gives open connections to finish once told to stop.
 GRACEFUL_SECONDS = 2
@@ -24,9 +28,12 @@ STARTUP_SECONDS = 30
 
 
 class HttpServer:
-    """uvicorn serving `app` on host:port; the socket is bound and listening on return."""
+    """uvicorn serving `app` on `[http] listen`; the socket is bound and listening on
+    return. `closed` is told the reason of every connection closed on its client
+    (http_connections.CLOSE_REASONS)."""
 
-    def __init__(self, app: Starlette, host: str, port: int, *, listen: str) -> None:
+    def __init__(self, app: Starlette, http: HttpConfig, *, closed: Callable[[str], None]) -> None:
+        host, port, listen = http.host, http.port, http.listen
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         # IPPROTO_TCP named, not left 0: asyncio sets TCP_NODELAY only on connections of a
         # socket whose protocol says TCP, and without it every answer on a kept-alive
@@ -43,8 +50,13 @@ class HttpServer:
                 hint="is another process using the port? set [http] listen",
             ) from exc
         self._socket.set_inheritable(True)
+        connections = Connections(Limits.of(http), closed)
         config = uvicorn.Config(
-            app,
+            RequestWatch(app),
+            http=guarded_protocol(connections),
+            # No WebSocket: ragd serves none, and uvicorn would hand an upgraded connection
+            # to a protocol of its own, out of the connections' count.
+            ws="none",
             log_config=None,
             access_log=False,
             lifespan="on",  # the MCP server's sessions run within it

@@ -2,9 +2,9 @@
 
 Owns how the MCP SDK's Streamable HTTP app is set up inside ragd's HTTP server: at /mcp
 on `[http] listen`, its request bodies capped like the API's, its sessions run by the
-daemon's HTTP lifespan, built on the first request that passes the gates (the SDK's
-import alone holds ~50 MiB, which a daemon nobody asks over MCP need not carry), and two
-gates:
+daemon's HTTP lifespan and held to the caps of ragd.service.mcp_sessions, built on the
+first request that passes the gates (the SDK's import alone holds ~50 MiB, which a daemon
+nobody asks over MCP need not carry), and two gates:
 
 - on a loopback address, the SDK's DNS-rebinding protection: a request whose `Host` or
   `Origin` is not this address (a web page's script reaching a local port through a name
@@ -29,6 +29,7 @@ import anyio
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ragd.service.logs import get_logger
+from ragd.service.mcp_sessions import MAX_SESSIONS, SessionTable
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -76,9 +77,11 @@ def mcp_endpoint(
     host: str,
     port: int,
     max_body_bytes: int,
+    max_connections: int,
     environ: Mapping[str, str],
 ) -> McpEndpoint:
-    """/mcp on host:port for the server `server()` makes, when a request first needs it."""
+    """/mcp on host:port for the server `server()` makes, when a request first needs it.
+    `max_connections` is the HTTP server's cap on open connections."""
     loopback = is_loopback(host)
     listen = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     names = tuple(
@@ -99,8 +102,13 @@ def mcp_endpoint(
             transport_security=security,
             host=host,
             max_request_body_size=max_body_bytes,
+            # The table below ends sessions past its caps once a new one is open, so the
+            # SDK may hold that many more for a moment: one per connection opening one.
+            # Its own cap, which refuses new clients, is then never what holds them back.
+            max_sessions=MAX_SESSIONS + max_connections,
         )
-        return app, made.session_manager.run
+        table = SessionTable(app, path=PATH, host=names[0], max_body_bytes=max_body_bytes)
+        return table, made.session_manager.run
 
     deferred = _Deferred(build)
     token = environ.get(TOKEN_ENV) or None

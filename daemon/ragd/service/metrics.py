@@ -6,7 +6,8 @@ queue depth, index lag, embeddings) and whether it can be trusted (stale and fai
 documents, store agreement, writer and watcher health, scans) are read at scrape time
 (ragd.service.scrape), so they are never stale. Every label value is bounded: source names
 come from the config (or a manifest written under an earlier one), stale reasons from
-ragd.search.staleness.REASONS. deploy/prometheus/ragd-rules.yml alerts on them.
+ragd.search.staleness.REASONS, reasons a connection was closed from
+ragd.service.http_connections.CLOSE_REASONS. deploy/prometheus/ragd-rules.yml alerts on them.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from ragd.search.staleness import REASONS
+from ragd.service.http_connections import CLOSE_REASONS
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -184,7 +186,23 @@ class Metrics:
             buckets=(0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
             registry=self.registry,
         )
+        self.http_connections_closed = Counter(
+            "ragd_http_connections_closed",
+            "HTTP connections the server closed on its client, by reason: header_timeout "
+            "or body_timeout (the client took longer than [http] header_timeout or "
+            "body_timeout to send a request), over_limit (it had waited longest for its "
+            "client when a new connection needed its place under [http] max_connections), "
+            "refused (a new connection found every open one being answered)",
+            ["reason"],
+            registry=self.registry,
+        )
+        for reason in CLOSE_REASONS:
+            self.http_connections_closed.labels(reason)
         self.registry.register(_IndexCollector(snapshot, replica))
+
+    def connection_closed(self, reason: str) -> None:
+        """Count an HTTP connection closed on its client (CLOSE_REASONS)."""
+        self.http_connections_closed.labels(reason).inc()
 
     def render(self) -> bytes:
         """The text exposition format."""

@@ -159,10 +159,11 @@ class ReplicaServer:
                 host=http.host,
                 port=http.port,
                 max_body_bytes=http.max_body_bytes,
+                max_connections=http.max_connections,
                 environ=os.environ,
             )
             self.http = HttpServer(
-                create_app(backend, mcp), http.host, http.port, listen=http.listen
+                create_app(backend, mcp), http, closed=backend.metrics.connection_closed
             )
             self._resources.callback(self.http.close)
         except BaseException:
