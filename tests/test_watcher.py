@@ -643,3 +643,25 @@ def test_an_exception_in_on_changes_does_not_stop_later_batches(
         r.name == "ragd.watcher" and "on_changes callback failed" in r.getMessage()
         for r in caplog.records
     )
+
+
+def test_a_root_check_that_raises_leaves_the_watcher_running(
+    root: Path, recorder: Recorder, start_watcher: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    checks = 0
+    check_root = Watcher._check_root
+
+    def failing_once(self: Watcher, checked: Any) -> None:
+        nonlocal checks
+        checks += 1
+        if checks == 1:
+            raise RuntimeError("a bug in a check")
+        check_root(self, checked)
+
+    monkeypatch.setattr(Watcher, "_check_root", failing_once)
+    start_watcher(root)
+    recorder.wait_for(lambda: checks > 1)
+
+    (root / "after.md").write_text("x")
+
+    recorder.wait_change("after.md")

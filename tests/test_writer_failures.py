@@ -4,12 +4,15 @@ surrogate: what a ragd from before the intake refused it could have queued)."""
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from ragd.service.writer import batch_parts
+from ragd.stores.jobs import Job, JobKind
 from tests.writer_harness import WriterHarness as Harness
 
 ATTEMPTS = 3
@@ -83,6 +86,20 @@ def test_a_failed_document_indexed_before_loses_its_old_chunks(harness: Harness)
     assert harness.stores.manifest.chunks_of("cms:page") == []
 
 
+def test_a_poisoned_delivery_older_than_the_applied_one_leaves_the_document_as_it_is(
+    harness: Harness,
+) -> None:
+    harness.entries(("page", "# Page\n\nThe wombat digs.\n"), version="2026-02-01T00:00:00Z")
+    harness.run_until_idle()
+    harness.entries(("page", POISON), version="2026-01-01T00:00:00Z")  # late, and poisoned
+
+    harness.run_until_idle()
+
+    record = harness.document("page")
+    assert record is not None and (record.status, record.chunk_count) == ("indexed", 1)
+    assert harness.stats.jobs_dropped == 1
+
+
 def test_a_housekeeping_job_that_keeps_failing_is_given_up_and_listed(tmp_path: Path) -> None:
     def compact() -> None:
         raise OSError(28, "No space left on device")
@@ -124,3 +141,43 @@ def test_a_failed_job_waits_for_its_retry_while_later_jobs_are_done(tmp_path: Pa
         assert harness.queue.depth() == 1
     finally:
         harness.close()
+
+
+def test_an_error_of_the_queue_itself_costs_the_writer_one_round_not_its_thread(
+    harness: Harness,
+) -> None:
+    take = harness.queue.take
+    calls = 0
+
+    def locked_once(limit: int = 500) -> list[Job]:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise sqlite3.OperationalError("database is locked")
+        return take(limit)
+
+    harness.queue.take = locked_once  # type: ignore[method-assign]
+    harness.entries(valid(1))
+
+    harness.run_until_idle()
+
+    assert harness.writer.is_alive()
+    record = harness.document("page-1")
+    assert record is not None and record.status == "indexed"
+
+
+def job(job_id: int, kind: JobKind) -> Job:
+    return Job(job_id, kind, "docs", f"k{job_id}", 0, 0, "2026-12-06T00:00:00Z")
+
+
+def test_a_failed_batch_is_tried_again_in_halves() -> None:
+    jobs = [job(n, "path") for n in range(5)]
+
+    assert batch_parts(jobs) == [jobs[:2], jobs[2:]]
+
+
+def test_a_failed_batch_tries_each_whole_pass_alone_and_the_rest_together() -> None:
+    scan, compact = job(1, "scan"), job(4, "compact")
+    rest = [job(2, "path"), job(3, "entry")]
+
+    assert batch_parts([scan, *rest, compact]) == [[scan], [compact], rest]

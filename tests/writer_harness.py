@@ -60,9 +60,10 @@ class WriterHarness:
             retry_base=retry_base,
         )
 
-    def entries(self, *contents: tuple[str, str]) -> None:
+    def entries(self, *contents: tuple[str, str], version: str | None = None) -> None:
         """Queue one delivery of entries (key, markdown content), as the intake does."""
-        rows = [(key, json.dumps({"event": "upsert", "content": c}), None) for key, c in contents]
+        payloads = [(key, json.dumps({"event": "upsert", "content": c})) for key, c in contents]
+        rows = [(key, payload, version) for key, payload in payloads]
         self.queue.accept_delivery("cms", f"d-{time.monotonic_ns()}", rows)
 
     def start(self) -> None:

@@ -330,33 +330,20 @@ class Indexer:
         if outcome.write is not None:
             self._pass.batches.add(outcome.write, record)
 
-    def record_failure(
-        self, source: str, key: str, reason: str, *, version: str | None = None
-    ) -> IndexReport:
-        """Mark the document `source:key` failed with `reason`, as the writer does when
-        its job could not be done: its chunks leave the stores, and status shows why. A
-        file is read again on its next change (its stat is no longer known); an entry,
-        when a delivery newer than `version` comes."""
+    def record_failure(self, source: str, key: str, reason: str) -> IndexReport:
+        """Mark the file `source:key` failed with `reason`, as the writer does when its
+        job could not be done: its chunks leave the stores, status shows why, and it is
+        read again on its next change or rescan (its stat is no longer known)."""
         self._begin(reconcile=False)
         doc_id = f"{source}:{key}"
         record = self.manifest.document(doc_id)
         folder = next((s for s in self.sources if s.name == source), None)
-        uri = (
-            record.uri
-            if record is not None
-            else f"urn:ragd:{source}:{key}"
-            if folder is None
-            else folder.uri_for(key)
-        )
+        if record is not None:
+            uri = record.uri
+        else:
+            uri = folder.uri_for(key) if folder is not None else f"urn:ragd:{source}:{key}"
         write: PreparedWrite = DocumentWrite(
-            doc_id,
-            source,
-            key,
-            uri,
-            "failed",
-            fingerprint=self.pipeline.fingerprint,
-            error=reason,
-            entry_version=version,
+            doc_id, source, key, uri, "failed", fingerprint=self.pipeline.fingerprint, error=reason
         )
         self._pass.count("failed")
         self._pass.batches.add(write, record)

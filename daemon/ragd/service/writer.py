@@ -57,6 +57,9 @@ DROPPED_LISTED = 20
 # Jobs whose failure makes a failed document; the others (scan, tree, compact, polled)
 # are redone by the next rescan, compaction or poll.
 _DOCUMENT_JOBS = ("entry", "path")
+# Jobs a failing batch runs on their own before it is halved: each costs a whole pass
+# (or a compaction), which the halving would otherwise repeat at every level.
+_WHOLE_PASSES = ("scan", "compact")
 HELD_POLL = 0.05  # seconds between looks at a test's pause file
 RECENT_EVENTS = 50
 # Documents written in one batch of jobs past which the writer trims the heap after it.
@@ -199,30 +202,41 @@ class Writer(threading.Thread):
             self._on_exit()
 
     def _loop(self) -> None:
-        """Take jobs, do them, mark them done; a job that fails waits for its retry."""
+        """Go round until a stop; an error of the queue itself (state.db locked for longer
+        than its busy timeout) costs one round, not the thread."""
         while not self.stop.is_set():
-            self.notifier.watchdog()
-            self.stats.last_active_at = format_time(datetime.now(UTC))
-            if self._held_by_test():
-                self.stop.wait(HELD_POLL)
-                continue
-            jobs = self.queue.take()
-            if not jobs:
-                if not self._write_second_stage():
-                    self._between_commits()
-                    self.wake.wait(1.0)
-                    self.wake.clear()
-                continue
-            self.stats.busy = True
             try:
-                self._do_apart(jobs)
-            finally:
-                self.stats.busy = False
-            self._between_commits()
+                self._round()
+            except Exception as exc:
+                self.stats.errors += 1
+                log.exception("writer_round_failed", error=one_line(exc))
+                self.stop.wait(1.0)
+
+    def _round(self) -> None:
+        """Take jobs, do them, mark them done; a job that fails waits for its retry."""
+        self.notifier.watchdog()
+        self.stats.last_active_at = format_time(datetime.now(UTC))
+        if self._held_by_test():
+            self.stop.wait(HELD_POLL)
+            return
+        jobs = self.queue.take()
+        if not jobs:
+            if not self._write_second_stage():
+                self._between_commits()
+                self.wake.wait(1.0)
+                self.wake.clear()
+            return
+        self.stats.busy = True
+        try:
+            self._do_apart(jobs)
+        finally:
+            self.stats.busy = False
+        self._between_commits()
 
     def _do_apart(self, jobs: list[Job]) -> None:
-        """Do `jobs` and mark them done; if they fail together, do each half apart, down
-        to the jobs that fail alone (one poisoned job among n costs ~2 log2 n tries)."""
+        """Do `jobs` and mark them done; if they fail together, do each whole pass alone
+        and each half of the rest apart, down to the jobs that fail alone (one poisoned
+        job among n costs ~2 log2 n tries)."""
         try:
             finished = self._do(jobs)
         except Exception as exc:  # one bad job must not fail the others, nor the daemon
@@ -230,8 +244,7 @@ class Writer(threading.Thread):
                 self._failed(jobs[0], exc)
                 return
             log.warning("batch_failed", jobs=len(jobs), error=one_line(exc))
-            half = len(jobs) // 2
-            for part in (jobs[:half], jobs[half:]):
+            for part in batch_parts(jobs):
                 if not self.stop.is_set():
                     self._do_apart(part)
             return
@@ -261,11 +274,14 @@ class Writer(threading.Thread):
 
     def _give_up(self, job: Job, reason: str) -> None:
         """Record why `job` could not be done, then let it go. A document's job makes
-        the document failed; if even that cannot be written, the job stays queued."""
+        the document failed (an entry's as any failed delivery does: not over a newer
+        one applied since); if even that cannot be written, the job stays queued."""
         if job.kind in _DOCUMENT_JOBS:
             try:
-                report = self.indexer.record_failure(
-                    job.source, job.key, reason, version=job.version
+                report = (
+                    self._apply_failed_entry(job, reason)
+                    if job.kind == "entry"
+                    else self.indexer.record_failure(job.source, job.key, reason)
                 )
             except Exception:
                 log.exception("failure_not_recorded", doc_id=f"{job.source}:{job.key}")
@@ -280,6 +296,11 @@ class Writer(threading.Thread):
         log.error("job_given_up", kind=job.kind, source=job.source, key=job.key, error=reason)
         self.queue.done([job])
         self.stats.jobs_dropped += 1
+
+    def _apply_failed_entry(self, job: Job, reason: str) -> IndexReport:
+        delivery = from_job_payload(job.key, job.payload, job.version)
+        failed = replace(entry_update(job.source, delivery, error=reason), deleted=False)
+        return self.indexer.apply_entries(job.source, [failed])
 
     def _held_by_test(self) -> bool:
         """Whether a test's fault plan holds the writer; logs when that starts and ends,
@@ -409,3 +430,14 @@ class Writer(threading.Thread):
         if report.added or report.changed or report.deleted or report.failed:
             self.stats.last_change_at = format_time(datetime.now(UTC))
             self._on_commit()
+
+
+def batch_parts(jobs: list[Job]) -> list[list[Job]]:
+    """A failed batch's parts, each smaller than it, to try apart: each whole pass alone
+    and the rest together, or, with no whole pass in it, its two halves."""
+    passes = [[job] for job in jobs if job.kind in _WHOLE_PASSES]
+    rest = [job for job in jobs if job.kind not in _WHOLE_PASSES]
+    if not passes:
+        half = len(rest) // 2
+        return [rest[:half], rest[half:]]
+    return [*passes, rest] if rest else passes

@@ -251,7 +251,10 @@ class Watcher:
             for root in self._roots:
                 if self._stopped:
                     return
-                self._check_root(root)
+                try:
+                    self._check_root(root)
+                except Exception:  # the next check tries again; the thread must live on
+                    logger.exception("checking root %s failed", root.folder.root)
 
     def _check_root(self, root: _Root) -> None:
         if root.armed_on is not None:
