@@ -6,6 +6,7 @@ bodies on a real `ragd serve`: tests/integration/test_slow_clients.py.)"""
 
 from __future__ import annotations
 
+import inspect
 import select
 import socket
 import threading
@@ -19,6 +20,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from ragd.config.settings import HttpConfig
 from ragd.service.http_server import HttpServer
@@ -170,3 +172,24 @@ def test_a_request_being_answered_is_not_timed_out(serve: Callable[..., Served])
 
     assert b"slow hello" in _answer(connection)
     assert served.closed == []
+
+
+def test_an_idle_kept_alive_connection_lives_out_its_header_timeout_and_is_counted(
+    serve: Callable[..., Served],
+) -> None:
+    # Longer than uvicorn's own keep-alive default (5 s), which must not close it first.
+    served = serve(header_timeout=timedelta(seconds=5.5))
+    connection = served.connect(REQUEST)
+    assert b"200 OK" in _answer(connection)
+
+    assert not _is_closed(connection, within=5.2)
+    assert _is_closed(connection, within=2)
+    assert served.closed == ["header_timeout"]
+
+
+def test_uvicorns_protocol_is_built_as_the_wrapper_builds_it() -> None:
+    # The version guard of http_connections.GuardedConnection, which builds uvicorn's h11
+    # protocol itself (pyproject pins the uvicorn versions this holds for).
+    parameters = list(inspect.signature(H11Protocol.__init__).parameters)
+
+    assert parameters == ["self", "config", "server_state", "app_state", "_loop"]

@@ -9,6 +9,7 @@ uvicorn leaves signals alone: the daemon's lifecycle handles them.
 from __future__ import annotations
 
 import contextlib
+import math
 import socket
 import threading
 import time
@@ -61,6 +62,9 @@ class HttpServer:
             access_log=False,
             lifespan="on",  # the MCP server's sessions run within it
             timeout_graceful_shutdown=GRACEFUL_SECONDS,
+            # A kept-alive connection idles up to header_timeout, as any wait for headers
+            # does, and is then closed and counted by ragd's clock, not before by uvicorn's.
+            timeout_keep_alive=math.ceil(http.header_timeout.total_seconds()) + 1,
         )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(
