@@ -1,5 +1,5 @@
 """Configuration: config.toml's schema (`settings`, `sources`), how it is read and checked
-(`loading`, `regular_files`, `toml_document`, `values`, `durations`), and environment
+(`loading`, `bounded_files`, `toml_document`, `values`, `durations`), and environment
 overrides. Shells import from here; the core never does."""
 
 from ragd.config.durations import format_duration

@@ -22,8 +22,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Final, cast
 
+from ragd.config.bounded_files import UnfitFile, read_bounded_file
 from ragd.config.durations import DurationError, duration_from
-from ragd.config.regular_files import UnfitFile, read_regular_file
 from ragd.config.settings import (
     DEFAULT_DATA_DIR,
     DEFAULT_MODEL,
@@ -91,7 +91,7 @@ def load_config(path: Path, environ: Mapping[str, str] | None = None) -> Config:
     """Read and validate a config file; relative paths in it resolve against its directory."""
     path = Path(path).absolute()
     try:
-        data = read_regular_file(path, MAX_CONFIG_BYTES)
+        data = read_bounded_file(path, MAX_CONFIG_BYTES)
     except FileNotFoundError:
         raise ConfigError(f"config file not found: {path}", hint=_MISSING_FILE_HINT) from None
     except OSError as exc:

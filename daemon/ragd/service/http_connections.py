@@ -209,6 +209,8 @@ class GuardedConnection(asyncio.Protocol):
         self._transport.abort()
 
     def _wait(self, reason: str, seconds: float) -> None:
+        if self._closed:  # a closed connection waits for nothing, nor holds a place
+            return
         loop = asyncio.get_running_loop()
         self._since = loop.time()
         self._timer = loop.call_later(seconds, self.close, reason)

@@ -58,21 +58,34 @@ def decode_json(data: bytes) -> object:
 
 
 def _lone_surrogate(value: object) -> str | None:
-    """Where (`$.a.b[2]`) a string or key holding a surrogate is, or None."""
-    stack: list[tuple[str, object]] = [("$", value)]
+    """Where (`$.a.b[2]`) a string or key holding a surrogate is, or None. Each node's
+    place is kept as a link to its parent's, and spelled out only for the one found."""
+    stack: list[tuple[_Place, object]] = [(None, value)]
     while stack:
-        where, item = stack.pop()
+        place, item = stack.pop()
         if isinstance(item, str):
             if _SURROGATE.search(item):
-                return where
+                return _spelled(place)
         elif isinstance(item, dict):
             for key, child in item.items():
                 if _SURROGATE.search(key):
-                    return f"a key of {where}"
-                stack.append((f"{where}.{key[:_SHOWN_KEY_CHARS]}", child))
+                    return f"a key of {_spelled(place)}"
+                stack.append(((place, key), child))
         elif isinstance(item, list):
-            stack.extend((f"{where}[{n}]", child) for n, child in enumerate(item))
+            stack.extend(((place, n), child) for n, child in enumerate(item))
     return None
+
+
+_Place = tuple["_Place", str | int] | None
+"""Where a node is: None for the whole value, else (its parent's place, its key or index)."""
+
+
+def _spelled(place: _Place) -> str:
+    steps: list[str] = []
+    while place is not None:
+        place, step = place
+        steps.append(f"[{step}]" if isinstance(step, int) else f".{step[:_SHOWN_KEY_CHARS]}")
+    return "$" + "".join(reversed(steps))
 
 
 def parse_json(body: bytes) -> object:

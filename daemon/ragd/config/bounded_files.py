@@ -1,11 +1,13 @@
 """Files whose path an operator names (the config file, a `secret_file`), read within bounds.
 
-Owns `read_regular_file`. The path is the operator's, but what is there may not be a
-file of text: a FIFO blocks its reader until something writes to it (start-up would hang,
-and a signal would only interrupt the wait, not end it), a device such as /dev/zero never
-ends, a directory holds no text. So the file must be a regular file, checked before it is
-opened and again on the opened descriptor (the path could be swapped in between), opened
-non-blocking so that nothing ever waits on it, and read up to a limit.
+Owns `read_bounded_file`. The path is the operator's (it may be a symlink, as Kubernetes
+mounts secrets; documents are read by ragd.sources.folders, which follows none), but what
+is there may not be a file of text: a FIFO blocks its reader until something writes to it
+(start-up would hang, and a signal would only interrupt the wait, not end it), a device
+such as /dev/zero never ends, a directory holds no text. So the file must be a regular
+file, checked before it is opened and again on the opened descriptor (the path could be
+swapped in between), opened non-blocking so that nothing ever waits on it, and read up to
+a limit.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import stat
 from pathlib import Path
 from typing import Final
 
-__all__ = ["UnfitFile", "read_regular_file"]
+__all__ = ["TooLarge", "UnfitFile", "read_bounded_file"]
 
 _KINDS: Final = (
     (stat.S_ISDIR, "a directory"),
@@ -31,7 +33,11 @@ class UnfitFile(ValueError):
     message is a predicate to follow the path (`is a FIFO, not a regular file`)."""
 
 
-def read_regular_file(path: Path, limit: int) -> bytes:
+class TooLarge(UnfitFile):
+    """A regular file over the limit."""
+
+
+def read_bounded_file(path: Path, limit: int) -> bytes:
     """The bytes of the regular file `path` (a symlink to one is followed), at most
     `limit` of them; UnfitFile for anything else, OSError when it cannot be read."""
     _check_regular(path.stat().st_mode)
@@ -41,7 +47,7 @@ def read_regular_file(path: Path, limit: int) -> bytes:
         data = file.read(limit + 1)
     if len(data) > limit:
         shown = f"{limit // 1024} KiB" if limit % 1024 == 0 else f"{limit} bytes"
-        raise UnfitFile(f"is larger than {shown}")
+        raise TooLarge(f"is larger than {shown}")
     return data
 
 
