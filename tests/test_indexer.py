@@ -766,3 +766,29 @@ def test_read_handles_opened_before_a_commit_agree_beside_the_writer(harness: Ha
         manifest.close()
 
     assert found.agree
+
+
+def test_a_file_the_writer_gave_up_on_is_failed_and_read_again_by_the_next_pass(
+    tmp_path: Path, fake_embedder: FakeEmbedder
+) -> None:
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "a.md").write_text(DOC)
+    stores = WriterStores(DataDir(tmp_path / "data"), keyword_rows=manifest_keyword_rows)
+    try:
+        folder = FolderSource("docs", root, ("**/*.md",))
+        pipeline = Pipeline(ChunkSettings(900, 120), fake_embedder.identity)
+        indexer = Indexer(stores, [folder], pipeline, fake_embedder)
+        indexer.run()
+
+        indexer.record_failure("docs", "a.md", "failed 5 times: OSError: I/O error")
+        failed = stores.manifest.document("docs:a.md")
+        again = indexer.run().to_json()["documents"]
+        indexed = stores.manifest.document("docs:a.md")
+    finally:
+        stores.close()
+
+    assert failed is not None and (failed.status, failed.chunk_count) == ("failed", 0)
+    assert failed.error == "failed 5 times: OSError: I/O error"
+    assert again["added"] == 1  # type: ignore[index]
+    assert indexed is not None and indexed.status == "indexed"
