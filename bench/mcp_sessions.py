@@ -39,8 +39,8 @@ import httpx2 as httpx  # noqa: E402
 
 from ragd.search.parents import ParentHit  # noqa: E402
 from ragd.search.results import QueryRequest, SearchResponse  # noqa: E402
-from ragd.service.mcp import build_server  # noqa: E402
-from ragd.service.mcp_sessions import INITIALIZE_BYTES, SessionTable  # noqa: E402
+from ragd.service.mcp.sessions import INITIALIZE_BYTES, SessionTable  # noqa: E402
+from ragd.service.mcp.tools import build_server  # noqa: E402
 from tests.integration.daemon import Served, small_root  # noqa: E402
 from tests.integration.mcp_clients import (  # noqa: E402
     INITIALIZE,

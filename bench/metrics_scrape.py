@@ -12,7 +12,7 @@ folder's last complete scan began `--scan-age-days` ago: 0 is a daemon's steady 
 default max_age of 7 days, the costliest count. `--queued` of the folder's documents
 have a watch event queued (half of their files edited since), so a scrape stats that
 many files, as it would mid-burst.
-Then it times what GET /metrics runs, `Metrics.render()` (ragd.service.scrape's snapshot
+Then it times what GET /metrics runs, `Metrics.render()` (ragd.service.http.scrape's snapshot
 and prometheus_client's exposition) in-process over the real Runtime, Readers and job
 queue, and reports the median and 95th percentile; HTTP adds well under a millisecond.
 No model is loaded: the vectors are random, `--dim` wide (a count does not read them).
@@ -39,11 +39,11 @@ sys.path.insert(0, str(REPO))
 from ragd.config import load_config  # noqa: E402
 from ragd.indexing.pipeline import manifest_keyword_rows  # noqa: E402
 from ragd.search.freshness import measure_freshness  # noqa: E402
-from ragd.service.metrics import Metrics  # noqa: E402
+from ragd.service.daemon.writer import WriterStats  # noqa: E402
+from ragd.service.http.metrics import Metrics  # noqa: E402
+from ragd.service.http.scrape import Scraper  # noqa: E402
 from ragd.service.readers import Readers  # noqa: E402
 from ragd.service.runtime import Runtime  # noqa: E402
-from ragd.service.scrape import Scraper  # noqa: E402
-from ragd.service.writer import WriterStats  # noqa: E402
 from ragd.sources.watcher import WatchHealth  # noqa: E402
 from ragd.stores.data_dir import WriterStores  # noqa: E402
 from ragd.stores.jobs import JobQueue  # noqa: E402

@@ -11,8 +11,8 @@ from starlette.routing import Route
 
 from ragd.cli import main
 from ragd.config.settings import SearchConfig
-from ragd.service.http_api import create_app
-from ragd.service.mcp_http import McpEndpoint
+from ragd.service.http.api import create_app
+from ragd.service.mcp.endpoint import McpEndpoint
 
 # A route line of `ragd serve --help`: methods, then the path.
 _ROUTE_LINE = re.compile(r"^\s+((?:GET|POST|DELETE)(?:\|(?:GET|POST|DELETE))*)\s+(/\S*)")

@@ -23,7 +23,7 @@ from starlette.routing import Route
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from ragd.config.settings import HttpConfig
-from ragd.service.http_server import HttpServer
+from ragd.service.http.server import HttpServer
 
 REQUEST = b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
 SLOW_REQUEST = b"GET /slow HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"

@@ -15,7 +15,7 @@ from starlette.routing import Route
 
 from ragd.config.settings import HttpConfig
 from ragd.errors import RagdError
-from ragd.service.http_server import HttpServer
+from ragd.service.http.server import HttpServer
 
 
 def _free_port() -> int:

@@ -25,7 +25,7 @@ from ragd.embedding.static import Model2VecEmbedder
 from ragd.indexing.chunking import ChunkSettings
 from ragd.indexing.indexer import Indexer
 from ragd.indexing.pipeline import Pipeline, manifest_keyword_rows
-from ragd.service.webhook_intake import WebhookIntake
+from ragd.service.daemon.intake import WebhookIntake
 from ragd.sources.cms.formats import WebhookFormat
 from ragd.sources.cms.native import NativeFormat
 from ragd.sources.folders import FolderSource

@@ -29,12 +29,12 @@ def lines(stream: io.StringIO) -> list[dict[str, object]]:
 def test_events_and_library_records_are_json_lines_with_the_same_fields() -> None:
     out = io.StringIO()
     configure_logging("json", "info", out)
-    get_logger("ragd.service.writer").info("document_indexed", doc_id="docs:a.md", chunks=3)
+    get_logger("ragd.service.daemon.writer").info("document_indexed", doc_id="docs:a.md", chunks=3)
     logging.getLogger("uvicorn.error").warning("port %s in use", 8000)
     event, record = lines(out)
     assert event["event"] == "document_indexed"
     assert (event["doc_id"], event["chunks"]) == ("docs:a.md", 3)
-    assert (event["level"], event["logger"]) == ("info", "ragd.service.writer")
+    assert (event["level"], event["logger"]) == ("info", "ragd.service.daemon.writer")
     assert record["event"] == "port 8000 in use"
     assert (record["level"], record["logger"]) == ("warning", "uvicorn.error")
     assert {"timestamp"} <= event.keys() & record.keys()
@@ -43,7 +43,7 @@ def test_events_and_library_records_are_json_lines_with_the_same_fields() -> Non
 def test_events_below_the_configured_level_are_not_written() -> None:
     out = io.StringIO()
     configure_logging("json", "warning", out)
-    log = get_logger("ragd.service.writer")
+    log = get_logger("ragd.service.daemon.writer")
     log.info("document_indexed", doc_id="docs:a.md")
     log.debug("document_unchanged", doc_id="docs:a.md")
     logging.getLogger("watchdog").info("started")
@@ -52,7 +52,7 @@ def test_events_below_the_configured_level_are_not_written() -> None:
 
 
 def test_a_logger_made_before_configuration_writes_to_the_latest_stream() -> None:
-    log = get_logger("ragd.service.daemon")  # as modules do, at import
+    log = get_logger("ragd.service.serve")  # as modules do, at import
     first, second = io.StringIO(), io.StringIO()
     configure_logging("json", "info", first)
     log.info("serving")
@@ -68,7 +68,7 @@ def test_an_exception_event_carries_its_traceback() -> None:
     try:
         raise RuntimeError("disk gone")
     except RuntimeError:
-        get_logger("ragd.service.writer").exception("job_failed", jobs=2)
+        get_logger("ragd.service.daemon.writer").exception("job_failed", jobs=2)
     (event,) = lines(out)
     assert event["level"] == "error"
     assert "RuntimeError: disk gone" in str(event["exception"])
@@ -77,7 +77,7 @@ def test_an_exception_event_carries_its_traceback() -> None:
 def test_console_lines_when_asked_for_them() -> None:
     out = io.StringIO()
     configure_logging("console", "info", out)
-    get_logger("ragd.service.writer").info("document_indexed", doc_id="docs:a.md")
+    get_logger("ragd.service.daemon.writer").info("document_indexed", doc_id="docs:a.md")
     (line,) = out.getvalue().splitlines()
     assert "document_indexed" in line
     assert "doc_id=docs:a.md" in line
@@ -90,9 +90,9 @@ class _BrokenPipe(io.StringIO):
 
 def test_a_stream_that_cannot_be_written_loses_lines_not_the_caller() -> None:
     configure_logging("json", "info", _BrokenPipe())
-    get_logger("ragd.service.writer").info("document_indexed", doc_id="docs:a.md")
+    get_logger("ragd.service.daemon.writer").info("document_indexed", doc_id="docs:a.md")
     logging.getLogger("watchdog").warning("still here")
     closed = io.StringIO()
     configure_logging("json", "info", closed)
     closed.close()
-    get_logger("ragd.service.writer").error("job_failed", jobs=1)
+    get_logger("ragd.service.daemon.writer").error("job_failed", jobs=1)

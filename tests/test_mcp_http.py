@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ragd.service.mcp_http import TOKEN_ENV, _Deferred, _Gate, is_loopback
+from ragd.service.mcp.endpoint import TOKEN_ENV, _Deferred, _Gate, is_loopback
 
 
 async def _inner(scope: Any, receive: Any, send: Any) -> None:

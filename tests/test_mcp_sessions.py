@@ -14,8 +14,8 @@ import pytest
 
 from ragd.search.parents import ParentHit
 from ragd.search.results import QueryRequest, SearchResponse
-from ragd.service.mcp_http import mcp_endpoint, ragd_server
-from ragd.service.mcp_sessions import INITIALIZE_BYTES, MAX_SESSIONS_PER_CLIENT, SessionTable
+from ragd.service.mcp.endpoint import mcp_endpoint, ragd_server
+from ragd.service.mcp.sessions import INITIALIZE_BYTES, MAX_SESSIONS_PER_CLIENT, SessionTable
 
 
 class FakeSdk:

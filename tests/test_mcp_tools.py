@@ -8,7 +8,7 @@ from typing import Any
 
 from ragd.search.parents import ParentHit
 from ragd.search.results import QueryRequest, SearchResponse
-from ragd.service.mcp import build_server
+from ragd.service.mcp.tools import build_server
 
 
 class _Recording:

@@ -21,9 +21,9 @@ from ragd.indexing.pipeline import Pipeline, manifest_keyword_rows
 from ragd.search.freshness import SourceFreshness, measure_freshness
 from ragd.search.staleness import REASONS, SourcePolicy, stale_reasons
 from ragd.search.status import SourceInfo, build_status
-from ragd.service.metrics import Metrics, Snapshot, SourceGauges
-from ragd.service.scrape import WRITER_STALL_SECONDS, watcher_degraded, writer_alive
-from ragd.service.writer import WriterStats
+from ragd.service.daemon.writer import WriterStats
+from ragd.service.http.metrics import Metrics, Snapshot, SourceGauges
+from ragd.service.http.scrape import WRITER_STALL_SECONDS, watcher_degraded, writer_alive
 from ragd.sources.folders import FolderSource
 from ragd.sources.watcher import WatchHealth
 from ragd.stores.data_dir import DataDir, WriterStores

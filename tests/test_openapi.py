@@ -7,8 +7,8 @@ from contextlib import nullcontext
 
 from starlette.routing import Route
 
-from ragd.service.http_api import OPENAPI, create_app
-from ragd.service.mcp_http import McpEndpoint
+from ragd.service.http.api import OPENAPI, create_app
+from ragd.service.mcp.endpoint import McpEndpoint
 
 
 async def _no_app(scope: object, receive: object, send: object) -> None:

@@ -16,12 +16,12 @@ import pytest
 
 from ragd.embedding import Embedder
 from ragd.errors import UsageError
-from ragd.indexing import reembed as reembed_module
 from ragd.indexing.chunking import ChunkSettings, labelled_text
 from ragd.indexing.indexer import Indexer
 from ragd.indexing.pipeline import Pipeline, embed_key, manifest_keyword_rows
-from ragd.indexing.reembed import ReembedReport, plan_reembed, reembed
-from ragd.indexing.reembed_backends import Batch, LocalBackend, RayBackend
+from ragd.indexing.reembed import bulk as reembed_module
+from ragd.indexing.reembed.backends import Batch, LocalBackend, RayBackend
+from ragd.indexing.reembed.bulk import ReembedReport, plan_reembed, reembed
 from ragd.indexing.report import IndexReport
 from ragd.sources.folders import FolderSource
 from ragd.stores.agreement import compare_stores

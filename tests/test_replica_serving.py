@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from ragd.search.results import QueryRequest
-from ragd.service.replica import ServedGeneration
+from ragd.service.replica.generation import ServedGeneration
 from ragd.service.runtime import Runtime
 from ragd.stores.data_dir import DataDir
 from ragd.stores.publishing import LATEST

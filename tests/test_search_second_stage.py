@@ -15,9 +15,9 @@ from ragd.indexing.chunking import ChunkSettings
 from ragd.indexing.indexer import Indexer
 from ragd.indexing.pipeline import Pipeline, manifest_keyword_rows
 from ragd.search.filters import QueryFilter
+from ragd.search.rescoring import StoredVectors
 from ragd.search.results import SearchResponse
 from ragd.search.searcher import Searcher, SearchSettings
-from ragd.search.second_stage import StoredVectors
 from ragd.search.staleness import SourcePolicy
 from ragd.sources.folders import FolderSource
 from ragd.stores.data_dir import DataDir, WriterStores

@@ -8,8 +8,8 @@ import threading
 from datetime import timedelta
 
 from ragd.config import ScheduleConfig
-from ragd.service.scheduler import CLEANUP_MARGIN, ScheduledJob, scheduled_jobs
-from ragd.service.stopping import StopSignal
+from ragd.service.daemon.scheduler import CLEANUP_MARGIN, ScheduledJob, scheduled_jobs
+from ragd.service.daemon.stopping import StopSignal
 
 
 def test_the_default_schedule_follows_each_compaction_once_its_versions_can_go() -> None:

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from html.parser import HTMLParser
 from typing import Any
 
-from ragd.service.status_page import AGE_LABELS, MAX_LISTED, render_status_page
+from ragd.service.http.page import AGE_LABELS, MAX_LISTED, render_status_page
 from ragd.stores.records import format_time
 
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)

@@ -312,7 +312,7 @@ def test_version_count_increases_per_commit_and_optimize_reduces_it(
 def test_a_later_optimize_removes_what_a_recent_compaction_kept_for_readers(
     tmp_path: Path, store: VectorStore, rng: np.random.Generator
 ) -> None:
-    # The premise of the daemon's compact-cleanup job (ragd.service.daemon.scheduled_jobs).
+    # The premise of the daemon's compact-cleanup job (ragd.service.serve.scheduled_jobs).
     for i in range(4):
         store.replace_documents([f"docs:{i}.md"], make_rows(f"docs:{i}.md", 50, rng))
     keep = timedelta(seconds=1)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ragd.service.webhook_intake import MAX_DELIVERY_ENTRIES, WebhookIntake
+from ragd.service.daemon.intake import MAX_DELIVERY_ENTRIES, WebhookIntake
 from ragd.sources.cms.formats import Parsed, WebhookRequest, body_delivery_id
 from ragd.sources.deliveries import Delivery
 from ragd.sources.webhooks import WebhookRejected

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ragd.service.writer import batch_parts
+from ragd.service.daemon.writer import batch_parts
 from ragd.stores.jobs import Job, JobKind
 from tests.writer_harness import WriterHarness as Harness
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ragd.indexing.batches import DocumentEvent
-from ragd.service.writer import RECENT_EVENTS, WriterStats
+from ragd.service.daemon.writer import RECENT_EVENTS, WriterStats
 
 
 def test_every_document_done_beats_the_heart_however_long_its_job() -> None:

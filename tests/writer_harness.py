@@ -13,8 +13,8 @@ from ragd.embedding import Embedder
 from ragd.indexing.chunking import ChunkSettings
 from ragd.indexing.indexer import Indexer
 from ragd.indexing.pipeline import Pipeline, manifest_keyword_rows
-from ragd.service.notify import Notifier
-from ragd.service.writer import Writer, WriterStats
+from ragd.service.daemon.notify import Notifier
+from ragd.service.daemon.writer import Writer, WriterStats
 from ragd.stores.data_dir import DataDir, WriterStores
 from ragd.stores.jobs import JobQueue
 from ragd.stores.records import DocumentRecord

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from ragd.service.webhook_intake import MAX_DELIVERY_ENTRIES
+from ragd.service.daemon.intake import MAX_DELIVERY_ENTRIES
 from tests.cms_deliveries import Directus, Entry, compact, iso
 from tests.integration.daemon import Served, wait_until
 from tests.local_http import Reply, Seen, json_reply, local_server

@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx2 as httpx
 import pytest
 
-from ragd.service.mcp_sessions import MAX_SESSIONS
+from ragd.service.mcp.sessions import MAX_SESSIONS
 from tests.integration.daemon import Served, small_root
 from tests.integration.mcp_clients import INITIALIZE, http_session, initialize_flood, rss_mib
 

@@ -18,7 +18,7 @@ import pytest
 import yaml  # type: ignore[import-untyped]  # PyYAML comes with huggingface_hub
 from prometheus_client.parser import text_string_to_metric_families
 
-from ragd.service.metrics import Metrics, Snapshot, SourceGauges
+from ragd.service.http.metrics import Metrics, Snapshot, SourceGauges
 from tests.conftest import REPO
 
 RULES = REPO / "deploy" / "prometheus" / "ragd-rules.yml"

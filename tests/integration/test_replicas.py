@@ -2,7 +2,7 @@
 with their own empty data dirs, all real processes on loopback.
 
 The writer publishes a generation after each commit (ragd.stores.publishing); each reader
-serves the newest complete one (ragd.service.replica) and looks for a newer one every
+serves the newest complete one (ragd.service.replica.generation) and looks for a newer one every
 refresh_interval (1 s here).
 """
 

@@ -19,7 +19,7 @@ import pytest
 
 from ragd.indexing.faults import POISON
 from ragd.indexing.parse_guard import CRASHED
-from ragd.service.writer import MAX_ATTEMPTS
+from ragd.service.daemon.writer import MAX_ATTEMPTS
 from ragd.sources.webhooks import sign_standard_webhooks
 from ragd.stores.jobs import JobQueue
 from tests.integration.conftest import ragd_in_process

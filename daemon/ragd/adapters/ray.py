@@ -5,7 +5,7 @@ Owns every call into ray and lance_ray (Lance's own Ray integration): starting o
 a cluster, the job that embeds, and the scratch datasets it reads and writes (the driver's
 own reads and writes of them through lance, the format both speak, are
 `ragd.adapters.pylance`'s). What to embed and what the vectors mean is the caller's
-(ragd.indexing.reembed); this module sees keys, texts and an encoder.
+(ragd.indexing.reembed.bulk); this module sees keys, texts and an encoder.
 
 The job, per call of `RaySession.embed`:
 

@@ -180,7 +180,7 @@ def index(state: _State, full: bool, as_json: bool) -> int:
 def _poll_once(indexer: Indexer, source: SourceConfig) -> IndexReport:
     """Poll one remote source (a sitemap, a WordPress site, a CMS's read API) and apply
     what changed; an empty report for a source ragd does not poll."""
-    from ragd.indexing.polls import apply_poll
+    from ragd.indexing.applied_polls import apply_poll
     from ragd.indexing.report import IndexReport
     from ragd.service.remote_sources import polled_source_of
 
@@ -252,8 +252,8 @@ def reembed(
     extra) installed and the models at the same paths.
     """
     from ragd.adapters.object_store import lance_options
-    from ragd.indexing.reembed import reembed as run_reembed
-    from ragd.indexing.reembed_backends import LocalBackend, RayBackend, RayCluster, Scratch
+    from ragd.indexing.reembed.backends import LocalBackend, RayBackend, RayCluster, Scratch
+    from ragd.indexing.reembed.bulk import reembed as run_reembed
     from ragd.indexing.workers import worker_count
 
     runtime = state.runtime()
@@ -593,11 +593,11 @@ def serve(state: _State, reader: bool) -> int:
     runtime = state.runtime()
     configure_logging(runtime.config.daemon.log_format, runtime.config.daemon.log_level)
     if reader:
-        from ragd.service.replica_server import ReplicaServer
+        from ragd.service.replica.server import ReplicaServer
 
         with ReplicaServer(runtime) as replica:
             return replica.serve()
-    from ragd.service.daemon import Daemon
+    from ragd.service.serve import Daemon
 
     with Daemon(runtime) as daemon:
         return daemon.serve()
@@ -616,7 +616,7 @@ def mcp_command(state: _State) -> int:
     "mcp"]. `ragd serve` offers the same tools over HTTP at /mcp. Logs go to stderr.
     """
     from ragd.service.logs import configure_logging
-    from ragd.service.mcp import build_server
+    from ragd.service.mcp.tools import build_server
     from ragd.service.readers import Readers
 
     runtime = state.runtime()

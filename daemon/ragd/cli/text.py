@@ -18,7 +18,7 @@ import click
 from ragd.search.ages import relative_time
 
 if TYPE_CHECKING:  # only for annotations: `ragd status` should not import the engine
-    from ragd.indexing.reembed import ReembedReport
+    from ragd.indexing.reembed.bulk import ReembedReport
     from ragd.indexing.report import IndexReport
     from ragd.search.evaluation import ModeReport
     from ragd.search.searcher import SearchResponse

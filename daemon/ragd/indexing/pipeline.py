@@ -106,7 +106,7 @@ class Pipeline:
         """Changes whenever re-processing could produce different chunks; the models play
         no part. Two fingerprints with the same chunk recipe cut a document into the same
         chunks, so a model change alone can re-embed them without parsing anything again
-        (ragd.indexing.reembed)."""
+        (ragd.indexing.reembed.bulk)."""
         return _digest(self._chunking_recipe())
 
     def _chunking_recipe(self) -> dict[str, object]:

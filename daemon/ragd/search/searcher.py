@@ -28,8 +28,8 @@ from ragd.search.fusion import (
     second_stage_share,
 )
 from ragd.search.parents import ParentReader, section_around
+from ragd.search.rescoring import QueryScorer, Rescorer
 from ragd.search.results import MODES, Hit, Mode, SearchResponse
-from ragd.search.second_stage import QueryScorer, Rescorer
 from ragd.search.staleness import SourcePolicy, stale_reasons
 from ragd.stores.keywords import IDENTIFIER_WEIGHT, TITLE_WEIGHT, KeywordStore
 from ragd.stores.manifest_reader import ManifestReader

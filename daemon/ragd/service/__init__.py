@@ -1,10 +1,15 @@
 """The daemon shell: `ragd serve` and what assembles the core from a configuration.
 
-`runtime` turns a validated Config into core objects (for the CLI too); `daemon` is the
-lifecycle, `stopping` how it learns to stop; `writer` the one thread that writes the
-stores; `scheduler` the periodic jobs; `backend` what the HTTP API answers from,
-`http_api` its routes (Starlette) and `http_server` the listening socket (uvicorn);
-`remote_sources` reads webhook secrets (`secret_files` a secret's file, within bounds),
-`webhook_intake` bounds and queues deliveries; `metrics` (Prometheus),
-`notify` (systemd) and `logs` (structlog) are the operator's view.
+Rooms, each importing only those below it:
+
+- `serve` (`ragd serve`'s lifecycle) and `replica` (`ragd serve --reader`): they build the rest;
+- `http`: the HTTP server, its connections' bounds, the API's routes and what they answer
+  from (`backend`), the status page, Prometheus metrics;
+- `mcp`: the MCP server's tools, its endpoint on /mcp and its sessions;
+- `daemon`: the daemon's own work: the one writer thread, the scheduler, remote polls,
+  the second-stage filler, publishing for replicas, the webhook intake, stop signals and
+  systemd notification;
+- at the bottom, shared by all: `runtime` (a validated Config turned into core objects, for
+  the CLI too), `remote_sources` (webhook, sitemap and WordPress sources, their secrets read
+  by `secret_files`), `readers` (long-lived read handles) and `logs` (structlog).
 """

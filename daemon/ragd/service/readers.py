@@ -11,10 +11,9 @@ connection is serialised.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import Any, cast
 
 from ragd.search.context import Context, build_context, check_budget
 from ragd.search.freshness import SourceFreshness, measure_freshness
@@ -22,10 +21,8 @@ from ragd.search.parents import ParentHit
 from ragd.search.results import QueryRequest, SearchResponse
 from ragd.search.searcher import EncodedQuery, Searcher
 from ragd.service.runtime import Runtime
-from ragd.service.status_page import AGE_EDGES, MAX_LISTED, render_status_page
 from ragd.stores.manifest_counts import ManifestCounts
 from ragd.stores.manifest_reader import ManifestReader
-from ragd.stores.records import format_time
 
 
 class Readers:
@@ -111,28 +108,17 @@ class Readers:
             filters=request.filters,
         )
 
-    def status_page(
-        self,
-        report: dict[str, object],
-        events: Sequence[tuple[str, str, str, str | None]],
-        now: datetime,
-    ) -> str:
-        """The status page (ragd.service.status_page) of a status report and the writer's
-        recent events (at, action, doc_id, reason): the freshness chart and the listed
-        documents' links come from the manifest."""
-        thresholds = [format_time(now - age) for age in AGE_EDGES]
-        sources = cast(list[dict[str, Any]], report["sources"])
-        listed = [
-            f"{source['name']}:{doc['path']}"
-            for source in sources
-            for field in ("stale_documents", "failed_documents")
-            for doc in source[field][:MAX_LISTED]
-        ] + [event[2] for event in events]
+    def confirmed_ages(self, thresholds: Sequence[str]) -> dict[str, list[int]]:
+        """Per source, how many documents were last confirmed at or after each threshold
+        (the status page's freshness chart)."""
         with self.lock:
-            freshness = self.manifest.confirmed_ages(thresholds)
-            found = [self.manifest.document(doc_id) for doc_id in set(listed)]
-        documents = {doc.doc_id: (doc.uri, doc.title) for doc in found if doc is not None}
-        return render_status_page(report, freshness, events, documents, now)
+            return self.manifest.confirmed_ages(thresholds)
+
+    def links(self, doc_ids: Iterable[str]) -> dict[str, tuple[str, str]]:
+        """The uri and title of each of these documents the manifest knows."""
+        with self.lock:
+            found = [self.manifest.document(doc_id) for doc_id in doc_ids]
+        return {doc.doc_id: (doc.uri, doc.title) for doc in found if doc is not None}
 
     def freshness(self, now: datetime) -> dict[str, SourceFreshness]:
         """Per source, the counts behind the staleness gauges (ragd.search.freshness)."""

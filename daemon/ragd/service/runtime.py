@@ -22,8 +22,8 @@ from ragd.indexing.chunking import ChunkSettings
 from ragd.indexing.faults import NO_FAULTS, FaultPlan
 from ragd.indexing.indexer import Indexer
 from ragd.indexing.pipeline import Pipeline, manifest_keyword_rows
+from ragd.search.rescoring import StoredVectors
 from ragd.search.searcher import Searcher, SearchSettings
-from ragd.search.second_stage import StoredVectors
 from ragd.search.staleness import SourcePolicy
 from ragd.search.status import SourceInfo, StatusReport, build_status
 from ragd.sources.folders import FolderSource

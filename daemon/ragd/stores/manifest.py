@@ -138,7 +138,7 @@ class Manifest(ManifestReader):
         """Re-key chunks to vectors already written and settle documents under a new
         fingerprint, in one transaction: (chunk_id, embed_key, second_key) and (doc_id,
         fingerprint). Only the keys and the fingerprint change; what re-embedding
-        (ragd.indexing.reembed) leaves alone, the chunk ids and texts, stays."""
+        (ragd.indexing.reembed.bulk) leaves alone, the chunk ids and texts, stays."""
         with self._transaction() as conn:
             conn.executemany(
                 "UPDATE chunks SET embed_key = ?, second_key = ? WHERE chunk_id = ?",

@@ -5,7 +5,7 @@ under a second); its second-stage vectors can take seconds per document. So they
 later, from this thread: it reads which chunks still lack one (its own read-only manifest
 connection), embeds a small batch at low CPU priority (its own thread's niceness; the
 model runs on this one thread), and hands the vectors to the writer, which writes them
-between its jobs (ragd.service.writer). It waits for each hand-over to be written before
+between its jobs (ragd.service.daemon.writer). It waits for each hand-over to be written before
 reading again, so nothing is embedded twice. Until then a chunk's hits are ranked by the
 first stage.
 """

@@ -1,7 +1,7 @@
 """The HTTP API of `ragd serve` (Starlette): routes, body limits, JSON errors.
 
 Owns request parsing and response shapes only; what a query or the status report does
-is the backend's business (see `ragd.service.daemon`). Every error is a JSON object
+is the backend's business (see `ragd.service.serve`). Every error is a JSON object
 `{"error": "..."}` with a 4xx/5xx code; nothing a client sends can raise past here.
 """
 
@@ -24,10 +24,10 @@ from ragd.errors import RagdError, UsageError
 from ragd.search.context import DEFAULT_CONTEXT_CHARS
 from ragd.search.filters import QueryFilter
 from ragd.search.results import MODES, QueryRequest
-from ragd.service.mcp_http import PATH as MCP_PATH
-from ragd.service.mcp_http import McpEndpoint
-from ragd.service.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
-from ragd.service.status_page import CSP
+from ragd.service.http.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from ragd.service.http.page import CSP
+from ragd.service.mcp.endpoint import PATH as MCP_PATH
+from ragd.service.mcp.endpoint import McpEndpoint
 from ragd.sources.cms.formats import WebhookRequest
 
 OPENAPI = Path(__file__).with_name("openapi.json")
@@ -74,7 +74,7 @@ class Backend(Protocol):
         ...
 
     def status_page(self) -> str:
-        """The status page's HTML (ragd.service.status_page)."""
+        """The status page's HTML (ragd.service.http.page)."""
         ...
 
 
@@ -271,7 +271,7 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 async def _client_gone(request: Request, exc: Exception) -> Response:
     # The client left before its body was in (or the server closed it for taking too
-    # long, ragd.service.http_connections): nobody reads this answer, and it is no error.
+    # long, ragd.service.http.connections): nobody reads this answer, and it is no error.
     return Response(status_code=400)
 
 

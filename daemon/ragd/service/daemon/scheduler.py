@@ -3,7 +3,7 @@
 Owns which jobs exist (a full rescan, LanceDB compaction and its follow-up cleanup, and
 a poll of each remote source), when each first runs, and the one apscheduler instance of
 `ragd serve`. A rescan or a compaction only queues work on the durable queue, which the
-writer thread does; a poll runs on the scheduler's own thread (ragd.service.poller).
+writer thread does; a poll runs on the scheduler's own thread (ragd.service.daemon.poller).
 """
 
 from __future__ import annotations

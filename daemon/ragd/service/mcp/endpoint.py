@@ -2,7 +2,7 @@
 
 Owns how the MCP SDK's Streamable HTTP app is set up inside ragd's HTTP server: at /mcp
 on `[http] listen`, its request bodies capped like the API's, its sessions run by the
-daemon's HTTP lifespan and held to the caps of ragd.service.mcp_sessions, built on the
+daemon's HTTP lifespan and held to the caps of ragd.service.mcp.sessions, built on the
 first request that passes the gates (the SDK's import alone holds ~50 MiB, which a daemon
 nobody asks over MCP need not carry), and two gates:
 
@@ -29,14 +29,14 @@ import anyio
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ragd.service.logs import get_logger
-from ragd.service.mcp_sessions import MAX_SESSIONS, SessionTable
+from ragd.service.mcp.sessions import MAX_SESSIONS, SessionTable
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
-    from ragd.service.mcp import Reader
+    from ragd.service.mcp.tools import Reader
 
-log = get_logger("ragd.service.mcp")
+log = get_logger("ragd.service.mcp.tools")
 
 TOKEN_ENV = "RAGD_MCP_TOKEN"  # noqa: S105 - the variable's name, not a token
 PATH = "/mcp"
@@ -64,7 +64,7 @@ def ragd_server(reader: Reader, status: Callable[[], dict[str, Any]]) -> Callabl
     """What makes ragd's MCP server over `reader`, importing the SDK only when called."""
 
     def build() -> MCPServer:
-        from ragd.service.mcp import build_server
+        from ragd.service.mcp.tools import build_server
 
         return build_server(reader, status)
 

@@ -11,7 +11,7 @@ the jobs that fail alone are found, and only those count a failed attempt (the q
 rules, ragd.stores.jobs). A document's job that fails MAX_ATTEMPTS times becomes a failed
 document with its reason (`ragd status` lists it); any other job is given up with an
 error line and listed in the daemon's status (`dropped_jobs`).
-Second-stage vectors the filler thread embedded (ragd.service.second_stage_filler) are
+Second-stage vectors the filler thread embedded (ragd.service.daemon.filler) are
 written when no job waits: jobs make changes searchable, these only improve ranking.
 The loop pings the systemd watchdog, so a hung writer gets the service restarted, and
 notes when it last went round or finished a document (`ragd_writer_alive`).
@@ -37,15 +37,15 @@ from ragd.indexing.indexer import Indexer
 from ragd.indexing.passes import settle_vectors
 from ragd.indexing.report import IndexReport
 from ragd.indexing.second_stage import Embedded, SecondStageWriter
+from ragd.service.daemon.notify import Notifier
 from ragd.service.logs import get_logger
-from ragd.service.notify import Notifier
 from ragd.sources.cms.formats import EntryReader
 from ragd.sources.deliveries import from_job_payload
 from ragd.sources.webhooks import WebhookRejected
 from ragd.stores.jobs import Job, JobQueue
 from ragd.stores.records import format_time
 
-log = get_logger("ragd.service.writer")
+log = get_logger("ragd.service.daemon.writer")
 
 MAX_ATTEMPTS = 5
 # Seconds a job that failed waits before its next attempt: doubled per failed attempt,
@@ -104,7 +104,7 @@ class WriterStats:
     errors: int = 0
     busy: bool = False
     # When the loop last went round or finished a document: a live thread silent for long
-    # is stuck in a job (ragd.service.scrape).
+    # is stuck in a job (ragd.service.http.scrape).
     last_active_at: str = field(default_factory=lambda: format_time(datetime.now(UTC)))
     # Called on every document done (the daemon's watchdog ping).
     heartbeat: Callable[[], None] = field(default=lambda: None, repr=False)
@@ -410,7 +410,7 @@ class Writer(threading.Thread):
         return entry_update(job.source, delivery)
 
     def _record_polls(self, jobs: list[Job]) -> None:
-        """Record how polls ended (ragd.service.poller queued these after their entries)."""
+        """Record how polls ended (ragd.service.daemon.poller queued these after their entries)."""
         for job in jobs:
             outcome = json.loads(job.payload or "{}")
             self.indexer.manifest.record_poll(

@@ -2,7 +2,7 @@
 
 Owns running one poll (ragd.sources.polling) with the one writer's Indexer as its
 sink: each batch the poll hands on is applied as entry updates at once (the daemon
-queues them instead, ragd.service.poller), and how the poll ended is recorded in the
+queues them instead, ragd.service.daemon.poller), and how the poll ended is recorded in the
 manifest (a source that could not be listed reads as stale; nothing is deleted).
 """
 

@@ -8,7 +8,7 @@ nothing changed during it is missed), queues a full scan (it also covers any res
 while the daemon was down, and the first pass reconciles a crash), starts the HTTP server,
 the writer thread and the scheduler, then tells systemd READY=1. The first SIGTERM/SIGINT
 stops gracefully (the writer finishes its current document and commits); a second one
-exits at once (`ragd.service.stopping`).
+exits at once (`ragd.service.daemon.stopping`).
 """
 
 from __future__ import annotations
@@ -22,22 +22,22 @@ from types import TracebackType
 
 from ragd.indexing.indexer import Indexer
 from ragd.indexing.passes import compact_vectors
-from ragd.service.backend import ServiceBackend
-from ragd.service.http_api import create_app
-from ragd.service.http_server import HttpServer
+from ragd.service.daemon.filler import SecondStageFiller
+from ragd.service.daemon.intake import WebhookIntake
+from ragd.service.daemon.notify import Notifier
+from ragd.service.daemon.poller import Poller
+from ragd.service.daemon.publisher import Publishing
+from ragd.service.daemon.scheduler import PollJob, Scheduler
+from ragd.service.daemon.stopping import StopSignal
+from ragd.service.daemon.writer import Writer, WriterStats
+from ragd.service.http.api import create_app
+from ragd.service.http.backend import ServiceBackend
+from ragd.service.http.server import HttpServer
 from ragd.service.logs import get_logger
-from ragd.service.mcp_http import TOKEN_ENV, is_loopback, mcp_endpoint, ragd_server
-from ragd.service.notify import Notifier
-from ragd.service.poller import Poller
-from ragd.service.publishing import Publishing
+from ragd.service.mcp.endpoint import TOKEN_ENV, is_loopback, mcp_endpoint, ragd_server
 from ragd.service.readers import Readers
 from ragd.service.remote_sources import remote_sources
 from ragd.service.runtime import Runtime
-from ragd.service.scheduler import PollJob, Scheduler
-from ragd.service.second_stage_filler import SecondStageFiller
-from ragd.service.stopping import StopSignal
-from ragd.service.webhook_intake import WebhookIntake
-from ragd.service.writer import Writer, WriterStats
 from ragd.sources.watcher import Change, Watcher
 from ragd.stores.data_dir import WriterLock, WriterStores
 from ragd.stores.jobs import JobKind, JobQueue

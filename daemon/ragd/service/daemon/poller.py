@@ -22,7 +22,7 @@ from ragd.stores.jobs import JobQueue
 from ragd.stores.manifest_reader import ManifestReader
 from ragd.stores.records import utc_now
 
-log = get_logger("ragd.service.poller")
+log = get_logger("ragd.service.daemon.poller")
 
 
 class Poller:

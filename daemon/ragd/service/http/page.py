@@ -13,10 +13,11 @@ from __future__ import annotations
 import html
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from ragd.search.ages import relative_time
 from ragd.sources.deliveries import web_url
+from ragd.stores.records import format_time
 
 REFRESH_SECONDS = 15
 MAX_LISTED = 100  # stale and failed documents shown, each
@@ -41,6 +42,34 @@ text-align:left;vertical-align:top}th{background:#f4f4f4}td.n{text-align:right}
 def e(value: object) -> str:
     """Any value as HTML text (quotes escaped too: values also go into attributes)."""
     return html.escape("" if value is None else str(value), quote=True)
+
+
+class PageReads(Protocol):
+    """What the page reads beyond the status report (ragd.service.readers.Readers)."""
+
+    def confirmed_ages(self, thresholds: Sequence[str]) -> dict[str, list[int]]: ...
+    def links(self, doc_ids: Iterable[str]) -> dict[str, tuple[str, str]]: ...
+
+
+def status_page(
+    reads: PageReads,
+    report: Mapping[str, Any],
+    events: Sequence[tuple[str, str, str, str | None]],
+    now: datetime,
+) -> str:
+    """The status page of a status report and the writer's recent events (at, action,
+    doc_id, reason): the freshness chart and the listed documents' links are read from
+    the manifest."""
+    thresholds = [format_time(now - age) for age in AGE_EDGES]
+    sources: list[dict[str, Any]] = report["sources"]
+    listed = [
+        f"{source['name']}:{doc['path']}"
+        for source in sources
+        for field in ("stale_documents", "failed_documents")
+        for doc in source[field][:MAX_LISTED]
+    ] + [event[2] for event in events]
+    freshness = reads.confirmed_ages(thresholds)
+    return render_status_page(report, freshness, events, reads.links(set(listed)), now)
 
 
 def render_status_page(

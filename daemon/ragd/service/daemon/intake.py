@@ -4,7 +4,7 @@ Owns `WebhookIntake.accept`: find the source's format (ragd.sources.cms), authen
 the delivery, parse it, bound the work it implies, and queue the entries it changes in one
 transaction, once per delivery id, answering with the HTTP status and a JSON body. No
 answer is ever 410 (Ghost deletes a webhook that gets one). The writer applies queued
-deliveries later (ragd.service.writer), fetching back those that came without content.
+deliveries later (ragd.service.daemon.writer), fetching back those that came without content.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ SHOWN_NAME_CHARS = 64
 # only fan-out, or rich text that grows as Markdown, can pass it).
 MAX_DELIVERY_ENTRIES = 1000
 
-log = get_logger("ragd.service.webhook_intake")
+log = get_logger("ragd.service.daemon.intake")
 
 Answer = tuple[str, tuple[int, dict[str, Any]]]
 

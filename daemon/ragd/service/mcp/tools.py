@@ -14,7 +14,7 @@ commit before it reads, so a session never serves an index its writer has moved 
 sections and documents come from the manifest, whose every read is current; `status` is
 the daemon's (or `ragd status`'s) report.
 `ragd mcp` serves these tools over stdio; `ragd serve` over Streamable HTTP at /mcp
-(ragd.service.mcp_http). Errors a client causes (an unknown id, a refused query) come
+(ragd.service.mcp.endpoint). Errors a client causes (an unknown id, a refused query) come
 back as tool errors with one line saying why; the server goes on.
 """
 

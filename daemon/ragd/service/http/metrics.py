@@ -4,10 +4,10 @@ Owns the metric names and their meaning. Counters and the query histogram are up
 as things happen; gauges that describe the index (documents and chunks per source,
 queue depth, index lag, embeddings) and whether it can be trusted (stale and failed
 documents, store agreement, writer and watcher health, scans) are read at scrape time
-(ragd.service.scrape), so they are never stale. Every label value is bounded: source names
+(ragd.service.http.scrape), so they are never stale. Every label value is bounded: source names
 come from the config (or a manifest written under an earlier one), stale reasons from
 ragd.search.staleness.REASONS, reasons a connection was closed from
-ragd.service.http_connections.CLOSE_REASONS. deploy/prometheus/ragd-rules.yml alerts on them.
+ragd.service.http.connections.CLOSE_REASONS. deploy/prometheus/ragd-rules.yml alerts on them.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from ragd.search.staleness import REASONS
-from ragd.service.http_connections import CLOSE_REASONS
+from ragd.service.http.connections import CLOSE_REASONS
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 

@@ -2,7 +2,7 @@
 
 Owns binding the listening socket (so a busy port fails at start-up, before any indexing,
 with a one-line error) and running uvicorn on it in a thread of its own, its connections
-held to `[http]`'s timeouts and cap (ragd.service.http_connections). Off the main thread
+held to `[http]`'s timeouts and cap (ragd.service.http.connections). Off the main thread
 uvicorn leaves signals alone: the daemon's lifecycle handles them.
 """
 
@@ -20,7 +20,7 @@ from starlette.applications import Starlette
 
 from ragd.config.settings import HttpConfig
 from ragd.errors import RagdError
-from ragd.service.http_connections import Connections, Limits, RequestWatch, guarded_protocol
+from ragd.service.http.connections import Connections, Limits, RequestWatch, guarded_protocol
 
 # Seconds uvicorn gives open connections to finish once told to stop.
 GRACEFUL_SECONDS = 2

@@ -3,7 +3,7 @@
 Owns building a replica (the models loaded, the first generation fetched if one is
 published, the HTTP socket bound), its refresh thread, which looks for a newer
 generation every [storage] refresh_interval, and what its HTTP API answers
-(`ReplicaBackend`, the `Backend` of ragd.service.http_api). A replica has no writer, no
+(`ReplicaBackend`, the `Backend` of ragd.service.http.api). A replica has no writer, no
 watcher, no scheduler and no lock on anything: any number run beside one writer, each
 with its own data_dir as a cache. Webhooks go to the writer; a replica refuses them.
 """
@@ -22,17 +22,18 @@ from typing import Any
 from ragd.adapters.object_store import object_store
 from ragd.errors import ConfigError
 from ragd.search.results import QueryRequest
-from ragd.service.backend import timed_search
-from ragd.service.http_api import create_app
-from ragd.service.http_server import HttpServer
+from ragd.service.daemon.notify import Notifier
+from ragd.service.daemon.stopping import StopSignal
+from ragd.service.http.api import create_app
+from ragd.service.http.backend import timed_search
+from ragd.service.http.metrics import Metrics, Snapshot
+from ragd.service.http.page import status_page
+from ragd.service.http.scrape import source_gauges
+from ragd.service.http.server import HttpServer
 from ragd.service.logs import get_logger
-from ragd.service.mcp_http import mcp_endpoint, ragd_server
-from ragd.service.metrics import Metrics, Snapshot
-from ragd.service.notify import Notifier
-from ragd.service.replica import NotReady, ServedGeneration
+from ragd.service.mcp.endpoint import mcp_endpoint, ragd_server
+from ragd.service.replica.generation import NotReady, ServedGeneration
 from ragd.service.runtime import Runtime
-from ragd.service.scrape import source_gauges
-from ragd.service.stopping import StopSignal
 from ragd.sources.cms.formats import WebhookRequest
 from ragd.stores.replica import Replica
 
@@ -99,7 +100,7 @@ class ReplicaBackend:
     def status_page(self) -> str:
         """The status page of the served generation (a replica has no writer events)."""
         readers = self.served.current().readers
-        return readers.status_page(self.status(), [], datetime.now(UTC))
+        return status_page(readers, self.status(), [], datetime.now(UTC))
 
     def _snapshot(self) -> Snapshot:
         now = datetime.now(UTC)

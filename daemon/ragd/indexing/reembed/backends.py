@@ -1,7 +1,7 @@
 """Where re-embedding runs: the `EmbedBackend` seam, on this machine or on a Ray cluster.
 
 A backend turns texts (key -> text, every key distinct) into vectors and hands them back in
-batches, so that ragd.indexing.reembed stores each batch as it comes: a crash loses one
+batches, so that ragd.indexing.reembed.bulk stores each batch as it comes: a crash loses one
 batch at most. `LocalBackend` runs the model in this process, batch by batch. `RayBackend`
 sends the whole list to a Ray cluster as one Ray Data job (ragd.adapters.ray: Lance
 datasets at a scratch location, one model per actor) and hands back its result as it reads

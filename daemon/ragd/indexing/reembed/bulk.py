@@ -5,7 +5,7 @@ Why not the normal pass: a model change makes every document's fingerprint stale
 pass would re-read, re-parse and re-chunk every file only to find the texts the manifest
 already holds, then embed them one batch of documents at a time with searches mixing two
 models' vectors until the end. Here the manifest's texts are embedded as one job (locally,
-or on a Ray cluster: ragd.indexing.reembed_backends) and the switch comes last.
+or on a Ray cluster: ragd.indexing.reembed.backends) and the switch comes last.
 
 What may switch: a document settled under another fingerprint whose chunk recipe (parser
 and chunker versions and settings, `Pipeline.chunk_recipe`, recorded per fingerprint by
@@ -56,7 +56,7 @@ from ragd.indexing.chunking import labelled_text
 from ragd.indexing.faults import NO_FAULTS, FaultPlan
 from ragd.indexing.passes import settle_vectors
 from ragd.indexing.pipeline import Pipeline, chunk_id, embed_key
-from ragd.indexing.reembed_backends import EmbedBackend
+from ragd.indexing.reembed.backends import EmbedBackend
 from ragd.indexing.second_stage import Embedded, SecondStageWriter
 from ragd.stores.agreement import compare_ids, reconcile, reconcile_second_stage
 from ragd.stores.data_dir import WriterStores

@@ -1,4 +1,4 @@
-"""Reading the running daemon for one /metrics scrape (the gauges of ragd.service.metrics).
+"""Reading the running daemon for one /metrics scrape (the gauges of ragd.service.http.metrics).
 
 Owns turning the daemon's parts into the gauges' values: the manifest's aggregates
 (ragd.search.freshness, through the readers), the stores' chunk counts, the writer's and
@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from ragd.search.freshness import SourceFreshness
-from ragd.service.metrics import Snapshot, SourceGauges
+from ragd.service.daemon.writer import WriterStats
+from ragd.service.http.metrics import Snapshot, SourceGauges
 from ragd.service.readers import Readers
 from ragd.service.runtime import Runtime
-from ragd.service.writer import WriterStats
 from ragd.sources.watcher import WatchHealth
 from ragd.stores.jobs import JobQueue
 from ragd.stores.records import parse_time

@@ -2,8 +2,8 @@
 
 Owns what the daemon answers besides its readers' queries (ragd.service.readers): the
 status report with the daemon's own section, the webhook intake hand-off, and the
-registry behind /metrics (ragd.service.scrape reads its snapshot). It implements the
-`Backend` of `ragd.service.http_api` over the parts the lifecycle (`ragd.service.daemon`)
+registry behind /metrics (ragd.service.http.scrape reads its snapshot). It implements the
+`Backend` of `ragd.service.http.api` over the parts the lifecycle (`ragd.service.serve`)
 builds.
 """
 
@@ -19,16 +19,17 @@ from typing import Any
 from ragd.adapters import allocator
 from ragd.search.results import QueryRequest, SearchResponse
 from ragd.search.status import StatusReport
+from ragd.service.daemon.filler import SecondStageFiller
+from ragd.service.daemon.intake import WebhookIntake
+from ragd.service.daemon.poller import Poller
+from ragd.service.daemon.scheduler import Scheduler
+from ragd.service.daemon.writer import Writer
+from ragd.service.http.metrics import Metrics
+from ragd.service.http.page import status_page
+from ragd.service.http.scrape import Scraper
 from ragd.service.logs import get_logger
-from ragd.service.metrics import Metrics
-from ragd.service.poller import Poller
 from ragd.service.readers import Readers
 from ragd.service.runtime import Runtime
-from ragd.service.scheduler import Scheduler
-from ragd.service.scrape import Scraper
-from ragd.service.second_stage_filler import SecondStageFiller
-from ragd.service.webhook_intake import WebhookIntake
-from ragd.service.writer import Writer
 from ragd.sources.cms.formats import WebhookRequest
 from ragd.sources.watcher import Watcher
 from ragd.stores.jobs import JobQueue
@@ -172,4 +173,4 @@ class ServiceBackend:
     def status_page(self) -> str:
         """The status page from the same report as /v1/status, with the writer's events."""
         events = self.writer.stats.recent_events()
-        return self.readers.status_page(self.status(), events, datetime.now(UTC))
+        return status_page(self.readers, self.status(), events, datetime.now(UTC))
