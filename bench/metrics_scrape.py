@@ -49,7 +49,7 @@ from ragd.stores.data_dir import WriterStores  # noqa: E402
 from ragd.stores.jobs import JobQueue  # noqa: E402
 from ragd.stores.keywords import KeywordRow  # noqa: E402
 from ragd.stores.manifest_counts import ManifestCounts  # noqa: E402
-from ragd.stores.records import ChunkRecord, DocumentWrite, format_time  # noqa: E402
+from ragd.stores.records import ChunkRecord, DocumentWrite, doc_id_of, format_time  # noqa: E402
 from ragd.stores.vectors import VectorRow  # noqa: E402
 from tests.conftest import MODEL_DIR  # noqa: E402
 
@@ -190,7 +190,7 @@ def _write_index(
 
 def _document(n: int, chunks: int, fingerprint: str) -> DocumentWrite[ChunkRecord]:
     source, key = _source(n), _key(n)
-    doc_id = f"{source}:{key}"
+    doc_id = doc_id_of(source, key)
     return DocumentWrite(
         doc_id,
         source,

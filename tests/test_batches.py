@@ -13,7 +13,7 @@ from ragd.errors import RagdError
 from ragd.indexing.batches import MAX_BATCH_DOCUMENTS, BatchWriter, DocumentEvent
 from ragd.indexing.pipeline import PreparedChunk, PreparedWrite, chunk_id, embed_key
 from ragd.stores.data_dir import DataDir, WriterStores
-from ragd.stores.records import ChunkRecord, DocumentWrite, utc_now
+from ragd.stores.records import ChunkRecord, DocumentWrite, doc_id_of, utc_now
 from tests.conftest import FakeEmbedder
 
 
@@ -46,7 +46,7 @@ def sizes(stores: WriterStores, monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 def _write(name: str, *texts: str, model: str = "fake:v1") -> PreparedWrite:
-    doc_id = f"docs:{name}"
+    doc_id = doc_id_of("docs", name)
     chunks = tuple(
         PreparedChunk(chunk_id(doc_id, n, t), doc_id, n, (), t, embed_key(model, t), t)
         for n, t in enumerate(texts)
@@ -55,7 +55,9 @@ def _write(name: str, *texts: str, model: str = "fake:v1") -> PreparedWrite:
 
 
 def _failed(name: str) -> PreparedWrite:
-    return DocumentWrite(f"docs:{name}", "docs", name, f"file:///{name}", "failed", error="bad")
+    return DocumentWrite(
+        doc_id_of("docs", name), "docs", name, f"file:///{name}", "failed", error="bad"
+    )
 
 
 def test_nothing_is_written_until_the_batch_is_full_or_flushed(stores: WriterStores) -> None:

@@ -11,7 +11,7 @@ import pytest
 from ragd.cli.text import query_text, stale_text, status_text, verdict
 from ragd.search.ages import relative_time
 from ragd.search.results import Hit, SearchResponse
-from ragd.stores.records import ChunkRecord, DocumentRecord
+from ragd.stores.records import ChunkRecord, DocumentRecord, doc_id_of
 
 NOW = datetime(2026, 12, 2, 12, 0, 0, tzinfo=UTC)
 GENERATED = "2026-12-02T12:00:00.000000Z"
@@ -164,7 +164,7 @@ def test_stale_list_gives_each_stale_document_its_reasons_and_age() -> None:
 
 def _hit(rank: int, indexed_at: str | None = "2026-12-02T11:57:00.000000Z") -> Hit:
     document = DocumentRecord(
-        doc_id="docs:guide.md",
+        doc_id=doc_id_of("docs", "guide.md"),
         source="docs",
         key="guide.md",
         uri="file:///srv/docs/guide.md",

@@ -5,12 +5,12 @@ from __future__ import annotations
 from ragd.search.context import ABSTAINED, build_context
 from ragd.search.parents import Parent
 from ragd.search.results import Hit, SearchResponse
-from ragd.stores.records import ChunkRecord, DocumentRecord
+from ragd.stores.records import ChunkRecord, DocId, DocumentRecord
 
 
 def _doc(doc_id: str, title: str) -> DocumentRecord:
     return DocumentRecord(
-        doc_id, "docs", doc_id, f"file:///{doc_id}", title, 1, 1, "h", "f", "indexed", None,
+        DocId(doc_id), "docs", doc_id, f"file:///{doc_id}", title, 1, 1, "h", "f", "indexed", None,
         "2026-01-01T00:00:00Z", "2026-01-01T00:00:00Z", None,
     )  # fmt: skip
 

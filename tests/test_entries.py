@@ -10,7 +10,7 @@ from ragd.indexing.chunking import ChunkSettings
 from ragd.indexing.entries import EntryOutcome, EntryUpdate, entry_outcome
 from ragd.indexing.parse_guard import ParseGuard
 from ragd.indexing.pipeline import Pipeline, ProcessedDocument
-from ragd.stores.records import DocumentRecord, content_hash
+from ragd.stores.records import DocumentRecord, content_hash, doc_id_of
 
 PIPELINE = Pipeline(ChunkSettings(300, 40), "fake-model")
 BODY = b"# Pricing\n\nPlans start at ten euros a month.\n"
@@ -18,7 +18,7 @@ BODY = b"# Pricing\n\nPlans start at ten euros a month.\n"
 
 def indexed(data: bytes = BODY, title: str = "Pricing") -> DocumentRecord:
     return DocumentRecord(
-        doc_id="cms:pricing",
+        doc_id=doc_id_of("cms", "pricing"),
         source="cms",
         key="pricing",
         uri="https://cms.example/pricing",

@@ -8,7 +8,7 @@ from ragd.indexing.file_outcomes import FileOutcome, file_outcome, known_hash, s
 from ragd.indexing.pipeline import Pipeline
 from ragd.indexing.preparing import Prepared, prepare
 from ragd.sources.folders import FileContent
-from ragd.stores.records import DocumentRecord, content_hash
+from ragd.stores.records import DocumentRecord, content_hash, doc_id_of
 
 PIPELINE = Pipeline(ChunkSettings(300, 40), "fake-model")
 BODY = b"# Install\n\nRun the installer, then restart the shell.\n"
@@ -20,7 +20,7 @@ CHECKED_AT = "2026-11-30T10:00:00Z"
 
 def indexed(data: bytes = BODY, **changes: object) -> DocumentRecord:
     record = DocumentRecord(
-        doc_id="docs:guide/install.md",
+        doc_id=doc_id_of("docs", "guide/install.md"),
         source="docs",
         key=ENTRY[0],
         uri=URI,

@@ -12,7 +12,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from ragd.stores.manifest import Manifest
-from ragd.stores.records import ChunkRecord, DocumentWrite, listing_digest, utc_now
+from ragd.stores.records import ChunkRecord, DocId, DocumentWrite, listing_digest, utc_now
 
 LONG_AGO = 1_600_000_000 * 10**9  # an mtime in 2020: its stat vouches for it
 
@@ -27,7 +27,7 @@ def manifest(tmp_path: Path) -> Iterator[Manifest]:
 def _settled(doc_id: str, size: int = 10, mtime_ns: int = LONG_AGO) -> DocumentWrite[ChunkRecord]:
     source, key = doc_id.split(":")
     return DocumentWrite(
-        doc_id, source, key, f"file:///{key}", "indexed", "Guide", size, mtime_ns, "h", "fp"
+        DocId(doc_id), source, key, f"file:///{key}", "indexed", "Guide", size, mtime_ns, "h", "fp"
     )
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ragd.stores.manifest import Manifest
-from ragd.stores.records import ChunkRecord, DocumentWrite, utc_now
+from ragd.stores.records import ChunkRecord, DocId, DocumentWrite, utc_now
 
 
 @pytest.fixture
@@ -26,7 +26,18 @@ def _indexed(doc_id: str, *texts: str) -> DocumentWrite[ChunkRecord]:
     )
     source, key = doc_id.split(":")
     return DocumentWrite(
-        doc_id, source, key, f"file:///{key}", "indexed", "Guide", 10, 1, "h1", "fp", None, chunks
+        DocId(doc_id),
+        source,
+        key,
+        f"file:///{key}",
+        "indexed",
+        "Guide",
+        10,
+        1,
+        "h1",
+        "fp",
+        None,
+        chunks,
     )
 
 

@@ -33,7 +33,7 @@ from ragd.stores.manifest import Manifest
 from ragd.stores.manifest_counts import ManifestCounts
 from ragd.stores.manifest_reader import ManifestReader
 from ragd.stores.manifest_schema import SCHEMA_VERSION
-from ragd.stores.records import ChunkRecord, DocumentWrite, format_time
+from ragd.stores.records import ChunkRecord, DocumentWrite, doc_id_of, format_time
 from ragd.stores.vectors import VectorStore
 from tests.conftest import FakeEmbedder
 
@@ -244,7 +244,7 @@ def dated(tmp_path: Path) -> Iterator[Path]:
     }
     writes: list[DocumentWrite[ChunkRecord]] = [
         DocumentWrite(
-            f"docs:{key}",
+            doc_id_of("docs", key),
             "docs",
             key,
             f"file:///{key}",

@@ -187,7 +187,7 @@ def test_vector_search_ranks_by_the_new_model_after_the_switch(harness: Harness)
 
     with harness.manifest() as manifest:
         chunks = manifest.chunks([chunk_id for chunk_id, _ in found])
-        titles = {d.doc_id: d.title for d in manifest.documents()}
+        titles: dict[str, str] = {d.doc_id: d.title for d in manifest.documents()}
     texts = [
         labelled_text(titles[c.doc_id], c.heading_path, c.text)
         for c in (chunks[i] for i, _ in found)

@@ -42,6 +42,7 @@ from ragd.indexing import faults
 from ragd.indexing.faults import NO_FAULTS, FaultPlan
 from ragd.stores.keywords import KeywordStore
 from ragd.stores.manifest_reader import ManifestReader
+from ragd.stores.records import DocId
 from ragd.stores.vectors import VectorRow, VectorStore
 from tests.conftest import REPO, SHARED, storage_section, write_config
 from tests.integration.conftest import run_json
@@ -131,7 +132,7 @@ class Snapshot:
 
     chunk_ids: frozenset[str]
     chunks: dict[str, tuple[str, int, tuple[str, ...], str]]  # id -> doc, ordinal, path, text
-    documents: dict[str, tuple[str, str | None, str]]  # doc_id -> status, hash, title
+    documents: dict[DocId, tuple[str, str | None, str]]  # doc_id -> status, hash, title
     answers: dict[tuple[str, str], list[tuple[str, float]]]  # (mode, query) -> ranking
 
 

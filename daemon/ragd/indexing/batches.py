@@ -28,7 +28,7 @@ from ragd.indexing.faults import NO_FAULTS, FaultPlan
 from ragd.indexing.pipeline import PreparedChunk, PreparedWrite
 from ragd.stores.data_dir import WriterStores
 from ragd.stores.keywords import KeywordRow
-from ragd.stores.records import DocumentRecord
+from ragd.stores.records import DocId, DocumentRecord
 from ragd.stores.vectors import VectorRow
 
 # A pass writes its first batch soon (its first documents become searchable) and then ever
@@ -215,7 +215,7 @@ class BatchWriter:
                     )
                 )
 
-    def _write_second_stage(self, doc_ids: list[str], chunks: list[PreparedChunk]) -> None:
+    def _write_second_stage(self, doc_ids: list[DocId], chunks: list[PreparedChunk]) -> None:
         """Make the second stage's rows of these documents those of their chunks whose
         second-stage vector is stored already (an unchanged section's, a renamed file's);
         the others get theirs when ragd.indexing.second_stage embeds them. Always an

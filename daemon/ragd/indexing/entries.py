@@ -17,7 +17,7 @@ from ragd.indexing.parse_guard import ParseGuard, Parsing
 from ragd.indexing.parsers import UnsupportedDocument
 from ragd.indexing.pipeline import Pipeline, PreparedWrite
 from ragd.sources.deliveries import Delivery
-from ragd.stores.records import SETTLED, DocumentRecord, DocumentWrite, content_hash
+from ragd.stores.records import SETTLED, DocumentRecord, DocumentWrite, content_hash, doc_id_of
 
 # An entry's content type picks the parser, as a file's suffix does.
 _SUFFIX_FOR_TYPE = {"text/markdown": ".md", "text/html": ".html", "text/plain": ".txt"}
@@ -87,7 +87,7 @@ def entry_outcome(
     """Decide what `update` does to the document `record` (None: never indexed), whose
     last applied delivery had `applied_version`. Parses the content when it changed (and
     did not fail before), inside `guard` when given."""
-    doc_id = f"{source}:{update.key}"
+    doc_id = doc_id_of(source, update.key)
     version = update.version
     if version is not None and applied_version is not None and version < applied_version:
         return EntryOutcome("ignored")  # an older delivery arriving late must not win

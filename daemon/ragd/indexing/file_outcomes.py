@@ -16,7 +16,7 @@ from typing import Literal
 from ragd.indexing.pipeline import PreparedWrite
 from ragd.indexing.preparing import Prepared
 from ragd.sources.folders import FileStat
-from ragd.stores.records import SETTLED, DocumentRecord, DocumentWrite, stat_vouches
+from ragd.stores.records import SETTLED, DocumentRecord, DocumentWrite, doc_id_of, stat_vouches
 
 FileKind = Literal["unchanged", "added", "changed", "failed"]
 
@@ -46,7 +46,7 @@ def file_outcome(
     (None: never indexed) under the pipeline `fingerprint`. `full` rewrites an unchanged
     document anyway."""
     key, listed_size, listed_mtime_ns = entry
-    doc_id = f"{source}:{key}"
+    doc_id = doc_id_of(source, key)
 
     def failed(reason: str, size: int, mtime_ns: int, digest: str | None) -> FileOutcome:
         write: PreparedWrite = DocumentWrite(

@@ -38,6 +38,7 @@ from ragd.stores.records import (
     DocumentWrite,
     FileState,
     SkippedFiles,
+    doc_id_of,
     listing_digest,
     utc_now,
 )
@@ -124,7 +125,7 @@ class Indexer:
             done += len(listing.files)
             if report.interrupted or listing.unreadable_dirs:
                 # Only these were seen: vouch for them alone.
-                self._pass.confirm((f"{source.name}:{k}", n, t) for k, n, t in same_stat)
+                self._pass.confirm((doc_id_of(source.name, k), n, t) for k, n, t in same_stat)
             else:
                 checked.append(source.name)
         if not report.interrupted and not report.errors:
@@ -245,7 +246,7 @@ class Indexer:
         self, source: FolderSource, entry: FileStat, is_known: bool
     ) -> DocumentRecord | None:
         """The manifest's record of a listed file, if it knows the file."""
-        return self.manifest.document(f"{source.name}:{entry[0]}") if is_known else None
+        return self.manifest.document(doc_id_of(source.name, entry[0])) if is_known else None
 
     def _to_prepare(
         self, source: FolderSource, entry: FileStat, is_known: bool, *, full: bool
@@ -255,7 +256,7 @@ class Indexer:
         record = None if full else self._record(source, entry, is_known)
         return (
             key,
-            f"{source.name}:{key}",
+            doc_id_of(source.name, key),
             known_hash(record, self.pipeline.fingerprint, full=full),
             size,
         )
@@ -292,7 +293,7 @@ class Indexer:
                 if self._pass.stopping():
                     break
                 current = source.stat(key)
-                record = self.manifest.document(f"{source.name}:{key}")
+                record = self.manifest.document(doc_id_of(source.name, key))
                 if current is not None and source.selects(key):
                     self._visit(source, current, record, full=False)
                 elif record is not None:
@@ -311,7 +312,7 @@ class Indexer:
         return self._pass.finish()
 
     def _apply_entry(self, source: str, update: EntryUpdate) -> None:
-        doc_id = f"{source}:{update.key}"
+        doc_id = doc_id_of(source, update.key)
         if not self._pass.first_time(doc_id):
             return
         record = self.manifest.document(doc_id)
@@ -335,7 +336,7 @@ class Indexer:
         job could not be done: its chunks leave the stores, status shows why, and it is
         read again on its next change or rescan (its stat is no longer known)."""
         self._begin(reconcile=False)
-        doc_id = f"{source}:{key}"
+        doc_id = doc_id_of(source, key)
         record = self.manifest.document(doc_id)
         folder = next((s for s in self.sources if s.name == source), None)
         if record is not None:
@@ -434,7 +435,7 @@ class Indexer:
         unlisted = set(known).difference(map(itemgetter(0), listing.files))
         for key in sorted(unlisted):
             if listing.covers(key):
-                record = self.manifest.document(f"{source.name}:{key}")
+                record = self.manifest.document(doc_id_of(source.name, key))
                 if record is not None:
                     self._pass.delete(record)
 
@@ -448,7 +449,7 @@ class Indexer:
         prepared: Prepared | None = None,
     ) -> None:
         key = entry[0]
-        doc_id = f"{source.name}:{key}"
+        doc_id = doc_id_of(source.name, key)
         if not self._pass.first_time(doc_id):
             return
         started = time.monotonic()

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from ragd.indexing.pipeline import PreparedWrite
 from ragd.sources.folders import FileContent
-from ragd.stores.records import DocumentWrite
+from ragd.stores.records import DocumentWrite, doc_id_of
 
 CRASHED = (
     "ragd's process died while parsing this content (a crash in native parser code);"
@@ -77,7 +77,7 @@ class ParseGuard:
         def guard(key: str, content: FileContent, digest: str) -> AbstractContextManager[None]:
             return self.parsing(
                 Parsing(
-                    f"{source}:{key}",
+                    doc_id_of(source, key),
                     source,
                     key,
                     uri_for(key),
@@ -105,7 +105,7 @@ class ParseGuard:
         except (ValueError, TypeError):
             return None  # cut short by an OS crash mid-write: nothing to go on
         crashed: PreparedWrite = DocumentWrite(
-            doc_id=document.doc_id,
+            doc_id=doc_id_of(document.source, document.key),
             source=document.source,
             key=document.key,
             uri=document.uri,

@@ -27,7 +27,14 @@ from ragd.stores.manifest_schema import (
     has_second_keys,
     vouch_before_sql,
 )
-from ragd.stores.records import ChunkRecord, DocumentRecord, FileState, SkippedFiles, Vector
+from ragd.stores.records import (
+    ChunkRecord,
+    DocumentRecord,
+    FileState,
+    SkippedFiles,
+    Vector,
+    doc_id_of,
+)
 
 
 class ManifestReader:
@@ -190,7 +197,7 @@ class ManifestReader:
             ).fetchall()
         except sqlite3.OperationalError:
             return set()  # no daemon has ever queued work here
-        return {f"{source}:{key}" for source, key in rows}
+        return {doc_id_of(source, key) for source, key in rows}
 
     def queued_jobs(self) -> tuple[dict[str, int], str | None]:
         """Waiting jobs per source ('' for whole-index jobs) and when the oldest was queued."""

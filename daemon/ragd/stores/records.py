@@ -11,12 +11,21 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Generic, NamedTuple, Protocol, TypeVar
+from typing import Generic, NamedTuple, NewType, Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 Vector = npt.NDArray[np.float32]
+
+DocId = NewType("DocId", str)
+"""A document's id: `<source>:<key>`, made by `doc_id_of` alone (a document is its source and
+its key within it: a path for a folder, the CMS's entry id for a webhook)."""
+
+
+def doc_id_of(source: str, key: str) -> DocId:
+    """The id of the document `key` of `source`."""
+    return DocId(f"{source}:{key}")
 
 
 def content_hash(data: bytes) -> str:
@@ -43,7 +52,7 @@ class DocumentRecord(NamedTuple):
     """One document row. A named tuple, as the manifest reads them by the ten thousand
     (every document, for `ragd status`): cheap to build from a row."""
 
-    doc_id: str
+    doc_id: DocId
     source: str
     key: str
     uri: str
@@ -106,7 +115,7 @@ class DocumentWrite(Generic[C]):
     (what is embedded and indexed), so the chunk type is a parameter.
     """
 
-    doc_id: str
+    doc_id: DocId
     source: str
     key: str
     uri: str

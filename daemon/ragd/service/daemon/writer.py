@@ -43,7 +43,7 @@ from ragd.sources.cms.formats import EntryReader
 from ragd.sources.deliveries import from_job_payload
 from ragd.sources.webhooks import WebhookRejected
 from ragd.stores.jobs import Job, JobQueue
-from ragd.stores.records import format_time
+from ragd.stores.records import doc_id_of, format_time
 
 log = get_logger("ragd.service.daemon.writer")
 
@@ -284,7 +284,7 @@ class Writer(threading.Thread):
                     else self.indexer.record_failure(job.source, job.key, reason)
                 )
             except Exception:
-                log.exception("failure_not_recorded", doc_id=f"{job.source}:{job.key}")
+                log.exception("failure_not_recorded", doc_id=doc_id_of(job.source, job.key))
                 self.stats.errors += 1
                 return
             self._account(report)
