@@ -111,9 +111,7 @@ def start_watcher(recorder: Recorder) -> Iterator[Callable[..., Watcher]]:
         kwargs.setdefault("settle", SETTLE)
         kwargs.setdefault("ceiling", CEILING)
         folders = [docs_source(r, f"docs{i}" if i else "docs") for i, r in enumerate(roots)]
-        watcher = Watcher(
-            folders, recorder.on_changes, recorder.on_overflow, recorder.on_rewatched, **kwargs
-        )
+        watcher = Watcher(folders, recorder, **kwargs)
         watcher.start()
         started.append(watcher)
         return watcher
@@ -395,9 +393,13 @@ from ragd.sources.folders import FolderSource
 from ragd.sources.watcher import Watcher
 
 told = threading.Event()
+class Told:
+    def on_changes(self, changes): pass
+    def on_overflow(self): told.set()
+    def on_rewatched(self, source): pass
+
 watcher = Watcher(
-    [FolderSource("docs", Path(sys.argv[1]), ("**/*.md",))],
-    lambda changes: None, told.set, lambda source: None, settle=0.1, ceiling=1.0,
+    [FolderSource("docs", Path(sys.argv[1]), ("**/*.md",))], Told(), settle=0.1, ceiling=1.0
 )
 watcher.start()
 print("ready", flush=True)
@@ -619,17 +621,17 @@ def test_an_exception_in_on_changes_does_not_stop_later_batches(
     root: Path, recorder: Recorder, caplog: pytest.LogCaptureFixture
 ) -> None:
     calls = 0
+    on_changes = recorder.on_changes
 
     def flaky(changes: list[Change]) -> None:
         nonlocal calls
         calls += 1
         if calls == 1:
             raise RuntimeError("indexer exploded")
-        recorder.on_changes(changes)
+        on_changes(changes)
 
-    watcher = Watcher(
-        [docs_source(root)], flaky, recorder.on_overflow, recorder.on_rewatched, settle=SETTLE
-    )
+    recorder.on_changes = flaky  # type: ignore[method-assign]
+    watcher = Watcher([docs_source(root)], recorder, settle=SETTLE)
     watcher.start()
     try:
         (root / "first.md").write_text("x")

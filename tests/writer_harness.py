@@ -21,6 +21,25 @@ from ragd.stores.records import DocumentRecord
 from tests.conftest import FakeEmbedder
 
 
+class QuietHost:
+    """A WriterHost that compacts as it is told and hears nothing else."""
+
+    def __init__(self, compact: Callable[[], None]) -> None:
+        self.compact = compact
+
+    def committed(self) -> None:
+        pass
+
+    def second_stage_written(self) -> None:
+        pass
+
+    def between_commits(self) -> None:
+        pass
+
+    def writer_exited(self) -> None:
+        pass
+
+
 class WriterHarness:
     """A writer over webhook sources (`cms` unless named), running until `close`."""
 
@@ -52,10 +71,7 @@ class WriterHarness:
             Notifier({}),
             self.stop,
             stats=self.stats,
-            compact=compact,
-            on_commit=lambda: None,
-            on_second_stage=lambda: None,
-            on_exit=lambda: None,
+            host=QuietHost(compact),
             max_attempts=max_attempts,
             retry_base=retry_base,
         )

@@ -102,12 +102,8 @@ class Daemon:
                 self.notifier,
                 self.stop,
                 stats=stats,
-                compact=self._compact,
-                on_commit=self._committed,
-                on_second_stage=self._second_stage_written,
-                on_exit=self.stopping.wake,
+                host=self,
                 readers=remote.readers,
-                between_commits=self.publishing.between_commits,
             )
             self.filler = (
                 None
@@ -119,9 +115,7 @@ class Daemon:
                     self.stop,
                 )
             )
-            self.watcher = Watcher(
-                runtime.folders, self._on_changes, self._on_overflow, self._on_rewatched
-            )
+            self.watcher = Watcher(runtime.folders, self)
             self.poller = Poller(
                 {name: source for name, (source, _) in remote.polled.items()},
                 lambda: ManifestReader.open(runtime.data_dir.manifest),
@@ -239,9 +233,9 @@ class Daemon:
         self.http.join(max(0.1, deadline - time.monotonic()))
         log.info("stopped", writer_finished=not self.writer.is_alive())
 
-    # -- what the threads call -----------------------------------------------------------
+    # -- what the writer calls (WriterHost) -----------------------------------------------
 
-    def _committed(self) -> None:
+    def committed(self) -> None:
         """The writer committed: readers refresh, new chunks may want second-stage
         vectors, and replicas a new generation."""
         self.readers.committed()
@@ -249,11 +243,17 @@ class Daemon:
         if self.filler is not None:
             self.filler.wake.set()
 
-    def _second_stage_written(self) -> None:
+    def second_stage_written(self) -> None:
         self.readers.second_stage_written()
         self.publishing.changed()
 
-    def _compact(self) -> None:
+    def between_commits(self) -> None:
+        self.publishing.between_commits()
+
+    def writer_exited(self) -> None:
+        self.stopping.wake()
+
+    def compact(self) -> None:
         """The writer's `compact` job: LanceDB housekeeping, then the manifest's."""
         cleanup, faults = (
             self.runtime.config.schedule.cleanup_older_than,
@@ -271,15 +271,17 @@ class Daemon:
         # Senders retry for about three days; older delivery ids can no longer repeat.
         self.queue.forget_deliveries(format_time(datetime.now(UTC) - timedelta(days=4)))
 
-    def _on_changes(self, changes: list[Change]) -> None:
+    # -- what the watcher calls (WatchListener) -------------------------------------------
+
+    def on_changes(self, changes: list[Change]) -> None:
         self.queue.enqueue_many(("tree" if c.is_dir else "path", c.source, c.key) for c in changes)
         self.writer.wake.set()
 
-    def _on_overflow(self) -> None:
+    def on_overflow(self) -> None:
         log.warning("watch_events_lost", action="full rescan queued")
         self._enqueue("scan")
 
-    def _on_rewatched(self, source: str) -> None:
+    def on_rewatched(self, source: str) -> None:
         # What changed while the root was gone only a scan sees. A scan of every source
         # rather than a tree job of this one: a scan refuses a root that suddenly lists
         # nothing (a disk not mounted back yet), where a tree job would delete all of it.

@@ -5,8 +5,8 @@ Owns the mapping from raw filesystem events (`ragd.adapters.watchdog`) to
 bookkeeping, and which roots are watched: a root that is deleted, moved away or replaced
 is noticed within ROOT_CHECK_SECONDS and watched again as soon as a directory is back at
 its path. Changes are hints, never truth: the indexer re-stats and hashes whatever it is
-told about, and a rescan (asked for through `on_overflow` and `on_rewatched`, or on a
-schedule elsewhere) covers anything a watch missed.
+told about, and a rescan (asked for through the listener's `on_overflow` and
+`on_rewatched`, or on a schedule elsewhere) covers anything a watch missed.
 
 It starts threads and logs through `logging`; it imports only the watchdog adapter and
 `ragd.sources.folders`.
@@ -20,9 +20,10 @@ import os
 import stat
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Protocol
 
 from ragd.adapters.watchdog import FsEvent, TreeWatch
 from ragd.sources.folders import FolderSource, is_utf8_name, shown_key
@@ -101,8 +102,22 @@ class _Root:
         return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
 
 
+class WatchListener(Protocol):
+    """Who hears what a Watcher sees: each call on the watcher's own thread, one at a time;
+    an error raised is logged and the watcher goes on."""
+
+    def on_changes(self, changes: list[Change]) -> None:
+        """A debounced batch of changes (hints: the indexer re-reads what they name)."""
+
+    def on_overflow(self) -> None:
+        """The kernel dropped events: only a full rescan covers what they were."""
+
+    def on_rewatched(self, source: str) -> None:
+        """A root of `source` is watched again: a rescan covers what happened meanwhile."""
+
+
 class Watcher:
-    """Watches folder roots and hands debounced batches of changes to `on_changes`.
+    """Watches folder roots and hands debounced batches of changes to its listener.
 
     A change whose last event left its content complete (a file closed after writing,
     or renamed into place: `FsEvent.final`) wakes the debounce thread and is emitted at
@@ -113,25 +128,21 @@ class Watcher:
     ROOT_CHECK_SECONDS the same thread checks each root: a root whose watch ended (it was
     deleted) or whose path now holds another directory (it was moved away, or replaced)
     is unwatched, and a missing root is watched again once a directory is at its path,
-    then `on_rewatched(source)` asks for the rescan that covers what happened meanwhile.
-    Callbacks run on the watcher's own thread, one at a time.
+    then the listener's `on_rewatched(source)` asks for the rescan that covers what
+    happened meanwhile.
     """
 
     def __init__(
         self,
         folders: Sequence[FolderSource],
-        on_changes: Callable[[list[Change]], None],
-        on_overflow: Callable[[], None],
-        on_rewatched: Callable[[str], None],
+        listener: WatchListener,
         *,
         settle: float = 0.3,
         ceiling: float = 5.0,
     ) -> None:
         self._roots = [_Root(folder) for folder in folders]
         self._folders = {folder.name: folder for folder in folders}
-        self._on_changes = on_changes
-        self._on_overflow = on_overflow
-        self._on_rewatched = on_rewatched  # a root watched again (by source name): rescan it
+        self._listener = listener
         self._settle = settle
         self._ceiling = max(ceiling, settle)
         self._lock = threading.Lock()
@@ -172,7 +183,7 @@ class Watcher:
         self._thread.start()
 
     def stop(self) -> None:
-        """Stop watching, flush pending changes to `on_changes` and join the threads."""
+        """Stop watching, flush pending changes to the listener and join the threads."""
         with self._lock:
             if not self._started or self._stopped:
                 return
@@ -279,7 +290,7 @@ class Watcher:
             return
         logger.info("watching root %s of source %r again", root.folder.root, root.folder.name)
         try:
-            self._on_rewatched(root.folder.name)
+            self._listener.on_rewatched(root.folder.name)
         except Exception:
             logger.exception("on_rewatched callback failed")
 
@@ -346,7 +357,7 @@ class Watcher:
                 del self._pending[ident]
         if overflowed:
             try:
-                self._on_overflow()
+                self._listener.on_overflow()
             except Exception:
                 logger.exception("on_overflow callback failed")
         changes = [
@@ -356,7 +367,7 @@ class Watcher:
         ]
         if changes:
             try:
-                self._on_changes(changes)
+                self._listener.on_changes(changes)
             except Exception:
                 logger.exception("on_changes callback failed for %d changes", len(changes))
 

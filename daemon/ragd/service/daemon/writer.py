@@ -27,7 +27,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from queue import Empty, SimpleQueue
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from ragd.adapters import allocator
 from ragd.errors import RagdError, one_line
@@ -146,6 +146,27 @@ class WriterStats:
             log.debug("document_unchanged", reason=event.reason, **fields)
 
 
+class WriterHost(Protocol):
+    """The daemon around the writer: what the writer asks of it and tells it, each call on
+    the writer's thread."""
+
+    def compact(self) -> None:
+        """Do a `compact` job: the stores' housekeeping."""
+
+    def committed(self) -> None:
+        """Documents were committed (readers refresh, replicas want a generation)."""
+
+    def second_stage_written(self) -> None:
+        """Second-stage vectors were written."""
+
+    def between_commits(self) -> None:
+        """Nothing is half-written: after a batch of jobs, after second-stage vectors, and
+        while idle (publishing for replicas runs here)."""
+
+    def writer_exited(self) -> None:
+        """The writer's loop ended, however it ended."""
+
+
 class Writer(threading.Thread):
     """Drains the job queue into the indexer until told to stop."""
 
@@ -157,12 +178,8 @@ class Writer(threading.Thread):
         stop: threading.Event,
         *,
         stats: WriterStats,
-        compact: Callable[[], None],
-        on_commit: Callable[[], None],
-        on_second_stage: Callable[[], None],
-        on_exit: Callable[[], None],
+        host: WriterHost,
         readers: Mapping[str, EntryReader] | None = None,
-        between_commits: Callable[[], None] = lambda: None,
         max_attempts: int = MAX_ATTEMPTS,
         retry_base: float = RETRY_BASE,
     ) -> None:
@@ -173,13 +190,7 @@ class Writer(threading.Thread):
         self.stop = stop
         self.wake = threading.Event()
         self.stats = stats
-        self._compact = compact
-        self._on_commit = on_commit
-        self._on_second_stage = on_second_stage  # second-stage vectors were written
-        self._on_exit = on_exit
-        # Called on this thread whenever nothing is half-written: after a batch of jobs,
-        # after second-stage vectors, and while idle (publishing for replicas runs here).
-        self._between_commits = between_commits
+        self.host = host
         self.readers = dict(readers or {})  # how a thin delivery's entry is read back
         self._second: SimpleQueue[tuple[Embedded, Future[int]]] = SimpleQueue()
         self.max_attempts = max_attempts
@@ -199,7 +210,7 @@ class Writer(threading.Thread):
         try:
             self._loop()
         finally:
-            self._on_exit()
+            self.host.writer_exited()
 
     def _loop(self) -> None:
         """Go round until a stop; an error of the queue itself (state.db locked for longer
@@ -222,7 +233,7 @@ class Writer(threading.Thread):
         jobs = self.queue.take()
         if not jobs:
             if not self._write_second_stage():
-                self._between_commits()
+                self.host.between_commits()
                 self.wake.wait(1.0)
                 self.wake.clear()
             return
@@ -231,7 +242,7 @@ class Writer(threading.Thread):
             self._do_apart(jobs)
         finally:
             self.stats.busy = False
-        self._between_commits()
+        self.host.between_commits()
 
     def _do_apart(self, jobs: list[Job]) -> None:
         """Do `jobs` and mark them done; if they fail together, do each whole pass alone
@@ -329,7 +340,7 @@ class Writer(threading.Thread):
             return True
         self.stats.second_stage_embedded += len(embedded.keys)
         done.set_result(rows)
-        self._on_second_stage()
+        self.host.second_stage_written()
         return True
 
     def _do(self, jobs: list[Job]) -> bool:
@@ -342,7 +353,7 @@ class Writer(threading.Thread):
         else:
             reports.extend(self._sync_paths([j for j in jobs if j.kind in ("path", "tree")]))
         if "compact" in kinds and not self.stop.is_set():
-            self._compact()
+            self.host.compact()
             log.info("compacted")
         for report in reports:
             self._account(report)
@@ -429,7 +440,7 @@ class Writer(threading.Thread):
             log.warning("file_skipped", reason=skipped)
         if report.added or report.changed or report.deleted or report.failed:
             self.stats.last_change_at = format_time(datetime.now(UTC))
-            self._on_commit()
+            self.host.committed()
 
 
 def batch_parts(jobs: list[Job]) -> list[list[Job]]:
