@@ -186,7 +186,7 @@ def _hit(rank: int, indexed_at: str | None = "2026-12-02T11:57:00.000000Z") -> H
 def test_query_text_opens_with_the_abstention_in_words() -> None:
     response = SearchResponse("sourdough bread", "hybrid", [_hit(1), _hit(2)], abstained=True)
 
-    lines = query_text(response, NOW).splitlines()
+    lines = query_text(response.to_json(), NOW).splitlines()
 
     assert lines[0].startswith("No confident answer (abstained): the documents may not answer")
     assert lines[1] == " 1. Guide › Install"
@@ -195,11 +195,11 @@ def test_query_text_opens_with_the_abstention_in_words() -> None:
 def test_query_text_without_an_abstention_starts_with_the_first_hit() -> None:
     response = SearchResponse("install", "hybrid", [_hit(1)])
 
-    assert query_text(response, NOW).splitlines()[0] == " 1. Guide › Install"
+    assert query_text(response.to_json(), NOW).splitlines()[0] == " 1. Guide › Install"
 
 
 def test_query_text_says_how_long_ago_each_hit_was_indexed() -> None:
-    text = query_text(SearchResponse("install", "hybrid", [_hit(1)]), NOW)
+    text = query_text(SearchResponse("install", "hybrid", [_hit(1)]).to_json(), NOW)
 
     assert text.splitlines()[1].endswith("indexed 3 min ago")
 
@@ -207,7 +207,7 @@ def test_query_text_says_how_long_ago_each_hit_was_indexed() -> None:
 def test_query_text_with_every_hit_excluded_as_stale_says_how_many() -> None:
     response = SearchResponse("install", "hybrid", [], abstained=True, excluded_stale=3)
 
-    assert query_text(response, NOW).splitlines() == [
+    assert query_text(response.to_json(), NOW).splitlines() == [
         "No results for 'install'.",
         "(3 stale hits excluded; without --exclude-stale they show, flagged STALE)",
     ]

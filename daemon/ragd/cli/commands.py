@@ -432,7 +432,7 @@ def query(
     elif as_json:
         click.echo(json.dumps(response.to_json(), indent=2, ensure_ascii=False))
     else:
-        click.echo(query_text(response, now=datetime.now(UTC)))
+        click.echo(query_text(response.to_json(), now=datetime.now(UTC)))
     return EXIT_OK
 
 

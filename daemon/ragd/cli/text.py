@@ -21,7 +21,6 @@ if TYPE_CHECKING:  # only for annotations: `ragd status` should not import the e
     from ragd.indexing.reembed.bulk import ReembedReport
     from ragd.indexing.report import IndexReport
     from ragd.search.evaluation import ModeReport
-    from ragd.search.searcher import SearchResponse
 
 
 class Progress:
@@ -83,38 +82,42 @@ def reembed_summary(report: ReembedReport) -> str:
 
 
 # Units of an age, largest first; below a minute it is counted in seconds.
-def query_text(response: SearchResponse, now: datetime) -> str:
-    """A query's hits for people: an abstention first and in words, then each hit with
-    where it is, how it ranked, how long ago it was indexed and its text."""
+def query_text(response: Mapping[str, Any], now: datetime) -> str:
+    """A query's hits for people, from the query contract's JSON (the CLI's own search or
+    a daemon's answer): an abstention first and in words, then each hit with where it is,
+    how it ranked, how long ago it was indexed and its text."""
     excluded = (
-        f"({response.excluded_stale} stale hits excluded; without --exclude-stale they show, "
-        "flagged STALE)"
-        if response.excluded_stale
+        f"({response['excluded_stale']} stale hits excluded; without --exclude-stale they "
+        "show, flagged STALE)"
+        if response.get("excluded_stale")
         else None
     )
-    if not response.hits:
-        return "\n".join([f"No results for {response.query!r}.", *([excluded] if excluded else [])])
+    hits: list[Mapping[str, Any]] = response["results"]
+    if not hits:
+        return "\n".join(
+            [f"No results for {response['query']!r}.", *([excluded] if excluded else [])]
+        )
     lines: list[str] = []
-    if response.abstained:
+    if response["abstained"]:
         lines.append(
             "No confident answer (abstained): the documents may not answer this question. "
             "The closest hits follow; they may not be about it."
         )
-    for hit in response.hits:
-        doc, chunk = hit.document, hit.chunk
-        where = " › ".join(chunk.heading_path) or doc.title
-        flag = f"  [STALE: {', '.join(hit.stale_reasons)}]" if hit.stale_reasons else ""
-        lines.append(f"{hit.rank:>2}. {where}{flag}")
-        second = f"  second stage #{hit.second_stage_rank or '-'}" if response.rerank else ""
+    for hit in hits:
+        where = " › ".join(hit["heading_path"]) or hit["title"]
+        reasons = hit["stale_reasons"]
+        flag = f"  [STALE: {', '.join(reasons)}]" if reasons else ""
+        lines.append(f"{hit['rank']:>2}. {where}{flag}")
+        second = f"  second stage #{hit['second_stage_rank'] or '-'}" if response["rerank"] else ""
         lines.append(
-            f"    {doc.source}:{doc.key}  score {hit.score:.4f}  "
-            f"bm25 #{hit.bm25_rank or '-'}  vector #{hit.vector_rank or '-'}{second}  "
-            f"indexed {relative_time(doc.indexed_at, now)}"
+            f"    {hit['source']}:{hit['path']}  score {hit['score']:.4f}  "
+            f"bm25 #{hit['bm25_rank'] or '-'}  vector #{hit['vector_rank'] or '-'}{second}  "
+            f"indexed {relative_time(hit['indexed_at'], now)}"
         )
-        if hit.context is not None:  # asked for: the whole section, as an LLM would get it
-            lines.extend(f"    {line}" for line in hit.context.splitlines())
+        if hit.get("context") is not None:  # asked for: the whole section, as an LLM gets it
+            lines.extend(f"    {line}" for line in hit["context"].splitlines())
             continue
-        snippet = " ".join(chunk.text.split())
+        snippet = " ".join(hit["text"].split())
         lines.append(f"    {snippet[:200]}{'…' if len(snippet) > 200 else ''}")
     if excluded:
         lines.append(excluded)

@@ -5,7 +5,9 @@ Imports nothing from ragd.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 
 @dataclass
@@ -86,3 +88,26 @@ class IndexReport:
             "errors": list(self.errors),
             "skipped": list(self.skipped),
         }
+
+    @classmethod
+    def from_json(cls, body: Mapping[str, Any]) -> IndexReport:
+        """The report `to_json` gave (a daemon's answer to `ragd index`); KeyError or
+        TypeError for a body that is not one."""
+        documents, chunks, second = body["documents"], body["chunks"], body["second_stage"]
+        return cls(
+            **{kind: int(documents[kind]) for kind in DOCUMENT_COUNTS},
+            embedded=int(chunks["embedded"]),
+            reused=int(chunks["reused"]),
+            chunks_deleted=int(chunks["deleted"]),
+            second_embedded=int(second["embedded"]),
+            second_reused=int(second["reused"]),
+            second_pending=int(second["pending"]),
+            seconds=float(body["seconds"]),
+            reconciled=bool(body["reconciled"]),
+            interrupted=bool(body["interrupted"]),
+            errors=[str(e) for e in body["errors"]],
+            skipped=[str(s) for s in body["skipped"]],
+        )
+
+
+DOCUMENT_COUNTS = ("added", "changed", "unchanged", "deleted", "failed")

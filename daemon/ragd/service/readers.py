@@ -114,6 +114,11 @@ class Readers:
         with self.lock:
             return self.manifest.confirmed_ages(thresholds)
 
+    def second_stage_coverage(self) -> dict[str, tuple[int, int]]:
+        """Per source: (chunks with a second-stage vector, chunks that should have one)."""
+        with self.lock:
+            return self.manifest.second_stage_coverage()
+
     def links(self, doc_ids: Iterable[str]) -> dict[str, tuple[str, str]]:
         """The uri and title of each of these documents the manifest knows."""
         with self.lock:

@@ -193,6 +193,10 @@ class Writer(threading.Thread):
         self.host = host
         self.readers = dict(readers or {})  # how a thin delivery's entry is read back
         self._second: SimpleQueue[tuple[Embedded, Future[int]]] = SimpleQueue()
+        # Passes asked for by `ragd index` beside the daemon, by `full`: one waiting pass
+        # serves every request made before it starts.
+        self._passes: dict[bool, Future[IndexReport]] = {}
+        self._passes_lock = threading.Lock()
         self.max_attempts = max_attempts
         self._retry_base = retry_base
         self._held = False  # a test's fault plan holds the writer (ragd.indexing.faults)
@@ -205,11 +209,29 @@ class Writer(threading.Thread):
         self.wake.set()
         return done
 
+    def request_pass(self, *, full: bool) -> Future[IndexReport]:
+        """A pass over every folder source (`ragd index` beside the daemon), run once the
+        queue holds nothing to take, so that what was queued before it is applied first;
+        the future holds its report. A request made while one with the same `full` waits
+        shares it."""
+        with self._passes_lock:
+            waiting = self._passes.get(full)
+            if waiting is None or waiting.done():
+                waiting = self._passes[full] = Future()
+        self.wake.set()
+        return waiting
+
     def run(self) -> None:
-        """The loop until a stop; `on_exit` is called however it ends."""
+        """The loop until a stop; `writer_exited` is called however it ends, and a pass
+        still asked for fails rather than leave its requester waiting."""
         try:
             self._loop()
         finally:
+            with self._passes_lock:
+                waiting, self._passes = list(self._passes.values()), {}
+            for future in waiting:
+                if future.set_running_or_notify_cancel():
+                    future.set_exception(RagdError("the daemon stopped before the pass ran"))
             self.host.writer_exited()
 
     def _loop(self) -> None:
@@ -232,7 +254,7 @@ class Writer(threading.Thread):
             return
         jobs = self.queue.take()
         if not jobs:
-            if not self._write_second_stage():
+            if not self._run_requested_pass() and not self._write_second_stage():
                 self.host.between_commits()
                 self.wake.wait(1.0)
                 self.wake.clear()
@@ -361,8 +383,31 @@ class Writer(threading.Thread):
             allocator.trim()  # a big pass's buffers are free now: give them back at once
         return not any(r.interrupted for r in reports)
 
-    def _scan(self) -> IndexReport:
-        report = self.indexer.run()
+    def _run_requested_pass(self) -> bool:
+        """Run one pass `request_pass` asked for, if one waits; False if none did."""
+        with self._passes_lock:
+            if not self._passes:
+                return False
+            full, future = self._passes.popitem()
+        if not future.set_running_or_notify_cancel():
+            return True
+        self.stats.busy = True
+        try:
+            report = self._scan(full=full)
+        except Exception as exc:  # the requester hears why; the daemon goes on
+            self.stats.errors += 1
+            log.exception("requested_pass_failed", full=full, error=one_line(exc))
+            future.set_exception(exc)
+        else:
+            self._account(report)
+            future.set_result(report)
+        finally:
+            self.stats.busy = False
+        self.host.between_commits()
+        return True
+
+    def _scan(self, *, full: bool = False) -> IndexReport:
+        report = self.indexer.run(full=full)
         if not report.interrupted:
             self.stats.last_scan_at = format_time(datetime.now(UTC))
         event = "scan_interrupted" if report.interrupted else "scan_finished"

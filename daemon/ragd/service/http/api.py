@@ -7,6 +7,7 @@ is the backend's business (see `ragd.service.serve`). Every error is a JSON obje
 
 from __future__ import annotations
 
+import ipaddress
 import json
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -53,6 +54,16 @@ class Backend(Protocol):
         """The status report's JSON object, with a daemon section."""
         ...
 
+    def index(self, full: bool) -> dict[str, object]:
+        """A pass over every folder source, as `ragd index --json` reports it; UsageError
+        where this server does not index."""
+        ...
+
+    def serves(self, data_dir: str) -> bool:
+        """Whether `data_dir` (a path as the asking process resolved it) is the data
+        directory this server answers from."""
+        ...
+
     def health(self) -> dict[str, object]:
         """Liveness and readiness: {"status": "ok" | "starting" | "stopping", ...}."""
         ...
@@ -80,6 +91,9 @@ class Backend(Protocol):
 
 # How far past the body limit a declared body is still read (and dropped) before the 413.
 DRAIN_FACTOR = 4
+# The data directory a CLI command asking the daemon means: an answer from a daemon of
+# another data directory would be someone else's (409 says so, without naming its own).
+DATA_DIR_HEADER = "x-ragd-data-dir"
 
 
 def _error(status: int, message: str) -> JSONResponse:
@@ -177,7 +191,13 @@ class _Endpoints:
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
 
+    def _same_data_dir(self, request: Request) -> None:
+        asked = request.headers.get(DATA_DIR_HEADER)
+        if asked is not None and not self.backend.serves(asked):
+            raise HTTPException(409, "this daemon serves another data directory")
+
     async def query(self, request: Request) -> Response:
+        self._same_data_dir(request)
         payload = _json_object(await read_body(request, self.backend.max_body_bytes))
         query = _query_request(payload)
         try:
@@ -189,6 +209,7 @@ class _Endpoints:
         return JSONResponse(result)
 
     async def context(self, request: Request) -> Response:
+        self._same_data_dir(request)
         payload = _json_object(await read_body(request, self.backend.max_body_bytes))
         query = _query_request(payload, frozenset({"max_chars"}))
         max_chars = payload.get("max_chars", DEFAULT_CONTEXT_CHARS)
@@ -203,8 +224,27 @@ class _Endpoints:
         return JSONResponse(result)
 
     async def status(self, request: Request) -> Response:
+        self._same_data_dir(request)
         try:
             return JSONResponse(await run_in_threadpool(self.backend.status))
+        except RagdError as exc:
+            return _error(503, str(exc))
+
+    async def index(self, request: Request) -> Response:
+        """`ragd index` beside the daemon: from this machine only, since a pass (a full
+        one above all) costs what a query does not."""
+        if request.client is None or not _is_loopback(request.client.host):
+            raise HTTPException(403, "an index pass is asked for from this machine only")
+        self._same_data_dir(request)
+        payload = _json_object(await read_body(request, self.backend.max_body_bytes))
+        unknown = set(payload) - {"full"}
+        if unknown:
+            raise HTTPException(400, f"unknown field(s): {', '.join(sorted(unknown))}")
+        full = _flag(payload, "full", False)
+        try:
+            return JSONResponse(await run_in_threadpool(self.backend.index, full))
+        except UsageError as exc:
+            return _error(409, str(exc))
         except RagdError as exc:
             return _error(503, str(exc))
 
@@ -254,6 +294,13 @@ class _Endpoints:
         return JSONResponse(health, status_code=200 if health.get("status") == "ok" else 503)
 
 
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def _single_headers(request: Request) -> dict[str, str]:
     """Lower-case header names to values; a header sent twice keeps both, comma-joined,
     so that no scheme can be fooled into reading one copy while a proxy read the other."""
@@ -289,6 +336,7 @@ def create_app(backend: Backend, mcp: McpEndpoint | None = None) -> Starlette:
         Route("/v1/query", api.query, methods=["POST"]),
         Route("/v1/context", api.context, methods=["POST"]),
         Route("/v1/status", api.status, methods=["GET"]),
+        Route("/v1/index", api.index, methods=["POST"]),
         Route("/v1/webhooks/{source}", api.webhook, methods=["POST"]),
         Route("/metrics", api.metrics, methods=["GET"]),
         Route("/openapi.json", api.openapi, methods=["GET"]),

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from ragd.adapters import allocator
@@ -138,6 +139,19 @@ class ServiceBackend:
             time.sleep(STATUS_RECHECK_PAUSE)
             report = self.runtime.status()
         return report
+
+    def index(self, full: bool) -> dict[str, object]:
+        """`ragd index` beside the daemon: the writer's pass over every folder source, once
+        what is queued is applied. Remote sources are polled on their own schedule, and
+        second-stage vectors are embedded in the background (`pending` counts them)."""
+        report = self.writer.request_pass(full=full).result()
+        if self.filler is not None:
+            coverage = self.readers.second_stage_coverage()
+            report.second_pending = sum(total - done for done, total in coverage.values())
+        return report.to_json()
+
+    def serves(self, data_dir: str) -> bool:
+        return Path(data_dir) == self.runtime.data_dir.root.resolve()
 
     def health(self) -> dict[str, object]:
         watcher = self.watcher.health()

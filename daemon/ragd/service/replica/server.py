@@ -16,11 +16,12 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from ragd.adapters.object_store import object_store
-from ragd.errors import ConfigError
+from ragd.errors import ConfigError, UsageError
 from ragd.search.results import QueryRequest
 from ragd.service.daemon.notify import Notifier
 from ragd.service.daemon.stopping import StopSignal
@@ -74,6 +75,12 @@ class ReplicaBackend:
             "storage_uri": self.runtime.config.storage.uri,
         }
         return report
+
+    def index(self, full: bool) -> dict[str, object]:
+        raise UsageError("a read replica does not index: ask the writer's ragd serve")
+
+    def serves(self, data_dir: str) -> bool:
+        return Path(data_dir) == self.runtime.data_dir.root.resolve()
 
     def health(self) -> dict[str, object]:
         """ "ok" only while a generation is served: a load balancer sends no query to a
