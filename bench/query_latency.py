@@ -29,7 +29,6 @@ heading path, half 4-6 consecutive words of its body, so each has a findable ans
 from __future__ import annotations
 
 import argparse
-import http.client
 import json
 import os
 import platform
@@ -44,6 +43,8 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+
+import httpx2 as httpx
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -144,19 +145,19 @@ def over_http(port: int, queries: list[str], clients: int, seconds: float) -> li
     deadline = time.monotonic() + seconds
 
     def client(offset: int) -> None:
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
         mine: list[float] = []
         n = offset
-        while time.monotonic() < deadline:
-            body = json.dumps({"query": queries[n % len(queries)], "mode": "hybrid"})
-            started = time.perf_counter()
-            connection.request("POST", "/v1/query", body, {"Content-Type": "application/json"})
-            reply = connection.getresponse()
-            reply.read()
-            if reply.status != 200:
-                raise SystemExit(f"query answered HTTP {reply.status}")
-            mine.append(time.perf_counter() - started)
-            n += clients
+        base = f"http://127.0.0.1:{port}"
+        with httpx.Client(base_url=base, timeout=30, trust_env=False) as connection:
+            while time.monotonic() < deadline:
+                body = json.dumps({"query": queries[n % len(queries)], "mode": "hybrid"})
+                headers = {"Content-Type": "application/json"}
+                started = time.perf_counter()
+                reply = connection.post("/v1/query", content=body, headers=headers)
+                if reply.status_code != 200:
+                    raise SystemExit(f"query answered HTTP {reply.status_code}")
+                mine.append(time.perf_counter() - started)
+                n += clients
         with lock:
             latencies.extend(mine)
 

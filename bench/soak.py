@@ -46,12 +46,13 @@ import tempfile
 import threading
 import time
 import urllib.error
-import urllib.request
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+import httpx2 as httpx
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -217,23 +218,28 @@ class QueryLoad(threading.Thread):
         self.stop = threading.Event()
 
     def run(self) -> None:
+        # A new connection per query, as a client that comes and goes would open; no proxy.
+        limits = httpx.Limits(max_keepalive_connections=0)
+        with httpx.Client(timeout=30, limits=limits, trust_env=False) as http:
+            self._load(http)
+
+    def _load(self, http: httpx.Client) -> None:
         n = 0
         while not self.stop.is_set():
             mode = MODES[n % len(MODES)]
             text = self.queries[n % len(self.queries)]
             n += 1
             body = json.dumps({"query": text, "mode": mode, "k": 10}).encode()
-            request = urllib.request.Request(self.url, data=body, method="POST")
             started = time.perf_counter()
             try:
-                with urllib.request.urlopen(request, timeout=30) as reply:
-                    answer = json.loads(reply.read())
+                reply = http.post(self.url, content=body)
+                if reply.status_code != 200:
+                    raise ValueError(f"HTTP {reply.status_code}: {reply.content[:200]!r}")
+                answer = reply.json()
                 if "results" not in answer:
                     raise ValueError(f"no results in the answer: {str(answer)[:200]}")
                 self.answered.append((time.time(), mode, time.perf_counter() - started))
-            except urllib.error.HTTPError as exc:
-                self.errors.append(f"HTTP {exc.code}: {exc.read()[:200]!r}")
-            except (OSError, ValueError) as exc:
+            except (httpx.HTTPError, ValueError) as exc:
                 self.errors.append(f"{type(exc).__name__}: {exc}")
             # A fixed period from the start of each query, so a slow answer is not followed
             # by a burst; when answers are slower than the period, queries run back to back.

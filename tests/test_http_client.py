@@ -1,5 +1,6 @@
-"""Tests for ragd.sources.http_client against a real local HTTP server: deadlines, size
-caps, gzip, content types, redirects, per-host concurrency, errors and charsets."""
+"""Tests for ragd.sources.http_client, over ragd.adapters.httpx, against a real local HTTP
+server: deadlines, size caps, gzip, content types, redirects, per-host concurrency, errors,
+charsets, proxies and cookies."""
 
 from __future__ import annotations
 
@@ -60,8 +61,8 @@ def test_a_body_that_trickles_past_the_deadline_fails_within_it(server: LocalSer
 
 
 def test_headers_that_trickle_past_the_deadline_fail_within_it(server: LocalServer) -> None:
-    # http.client reads the status line and headers a line at a time, each read within
-    # the socket timeout: only the deadline's watch on the socket ends this one.
+    # Each read of the status line and headers comes within the read timeout: only the
+    # deadline's watch on the socket ends this one.
     headers = b"HTTP/1.1 200 OK\r\n" + b"X-Padding: " + b"p" * 400 + b"\r\n\r\n"
     server.route("/slow-headers", Reply(raw=headers, trickle=0.02))
     started = time.monotonic()
@@ -223,6 +224,7 @@ def test_a_sixth_redirect_is_refused(server: LocalServer) -> None:
     with pytest.raises(FetchError) as info:
         client().get(server.url("/r0"), accept=("text/plain",))
     assert not info.value.gone
+    assert "more than 5 redirects" in str(info.value)
     assert server.hits("/r6") == 0
 
 
@@ -328,3 +330,54 @@ def test_a_body_cut_off_inside_a_chunk_is_a_fetch_error(server: LocalServer) -> 
     head = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n"
     server.route("/cut", Reply(raw=head + b"a\r\nonly"))
     fetch_error(client(), server.url("/cut"))
+
+
+def test_gzip_is_the_encoding_asked_for(server: LocalServer) -> None:
+    server.route("/page", Reply(body=b"plain"))
+    client().get(server.url("/page"), accept=("text/plain",))
+    assert server.seen[0].headers["Accept-Encoding"] == "gzip"
+
+
+def test_a_cookie_the_server_sets_is_never_sent_back(server: LocalServer) -> None:
+    server.route("/login", Reply(body=b"hi", headers={"Set-Cookie": "session=abc; Path=/"}))
+    server.route("/page", Reply(body=b"page"))
+    http = client()
+    http.get(server.url("/login"), accept=("text/plain",))
+    http.get(server.url("/page"), accept=("text/plain",))
+    assert "Cookie" not in server.seen[1].headers
+
+
+def test_the_deadline_spans_every_redirect(server: LocalServer) -> None:
+    # Each hop answers well within the deadline; together they do not.
+    for step in range(4):
+        server.route(f"/r{step}", Reply(302, headers={"Location": f"/r{step + 1}"}, delay=0.2))
+    server.route("/r4", Reply(body=b"end"))
+    assert "took longer than 0.5 s" in fetch_error(client(timeout=0.5), server.url("/r0"))
+    assert server.hits("/r4") == 0
+
+
+# --- proxies ---------------------------------------------------------------------------------
+
+
+def test_requests_go_through_the_proxy_of_the_environment(
+    server: LocalServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The local server stands in for the proxy: the site's name is never looked up here.
+    monkeypatch.setenv("HTTP_PROXY", server.url(""))
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    server.route("/page", Reply(body=b"via the proxy"))
+    fetched = client().get("http://docs.example.invalid/page", accept=("text/plain",))
+    assert fetched.data == b"via the proxy"
+    assert server.seen[0].headers["Host"] == "docs.example.invalid"
+
+
+def test_a_host_in_no_proxy_is_reached_directly(
+    server: LocalServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with local_server() as proxy:
+        monkeypatch.setenv("HTTP_PROXY", proxy.url(""))
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        server.route("/page", Reply(body=b"direct"))
+        assert client().get(server.url("/page"), accept=("text/plain",)).data == b"direct"
+        assert proxy.seen == []

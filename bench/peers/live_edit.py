@@ -34,11 +34,11 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import httpx2 as httpx
 from compare import COCO_TABLE, DEFAULT_MODEL, DEFAULT_PEER_PYTHON, OFFLINE_ENV, REPO
 
 FASTAPI_PAGES = REPO.parent / "shared" / "corpora" / "fastapi-docs" / "docs" / "en" / "docs"
@@ -149,12 +149,18 @@ class RagdDaemon:
             env=dict(os.environ, RAGD_LOG_FORMAT="json", **OFFLINE_ENV),
             cwd=home,
         )
+        # On loopback: no proxy, whatever the environment says.
+        self.http = httpx.Client(
+            base_url=f"http://127.0.0.1:{self.port}", timeout=30, trust_env=False
+        )
 
     def request(self, path: str, body: dict[str, Any] | None = None) -> Any:
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", data=data)
-        with urllib.request.urlopen(request, timeout=30) as reply:
-            return json.loads(reply.read())
+        if body is None:
+            reply = self.http.get(path)
+        else:
+            reply = self.http.post(path, content=json.dumps(body).encode())
+        reply.raise_for_status()
+        return reply.json()
 
     def _alive(self) -> None:
         if self.process.poll() is not None:
@@ -165,7 +171,7 @@ class RagdDaemon:
         self._alive()
         try:
             return bool(self.request("/healthz")["status"] == "ok")
-        except OSError:
+        except httpx.HTTPError:
             return False
 
     def indexed(self, files: int, rerank: bool) -> bool:
@@ -188,6 +194,7 @@ class RagdDaemon:
 
     def stop(self) -> None:
         stop_process(self.process)
+        self.http.close()
         self.log.close()
 
 

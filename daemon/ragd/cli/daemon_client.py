@@ -8,14 +8,20 @@ must say it serves the same data directory, else the answer is someone else's.
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
+import socket
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-# A local daemon answers in well under a second; a hung one should not stall a monitor.
+from ragd.adapters.httpx import ConnectionRefused, HttpFailure, HttpSession, Timeouts
+
+# The daemon is on this machine: a connect either succeeds at once or is refused, and a
+# hung daemon should not stall a monitor for longer than it takes to answer one request.
+CONNECT_TIMEOUT = 0.5
 DEFAULT_TIMEOUT = 5.0
+# A status report is a few kilobytes per source; this bounds what a stranger on the port costs.
+MAX_REPORT_BYTES = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -35,22 +41,40 @@ def status_url(host: str, port: int) -> str:
 
 def ask_daemon(url: str, data_dir: Path, timeout: float = DEFAULT_TIMEOUT) -> DaemonAnswer:
     """GET the daemon's status report; no daemon, or one for another data dir, gives None."""
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 - our own URL
-            body = json.loads(response.read())
-    except ConnectionRefusedError:
+    if _nothing_listens(url, min(CONNECT_TIMEOUT, timeout)):
         return DaemonAnswer(None)
-    except urllib.error.HTTPError as exc:
-        return DaemonAnswer(None, f"the daemon at {url} answered HTTP {exc.code}")
-    except urllib.error.URLError as exc:
-        if isinstance(exc.reason, ConnectionRefusedError):
-            return DaemonAnswer(None)
-        return DaemonAnswer(None, f"no answer from {url}: {exc.reason}")
-    except (TimeoutError, OSError, ValueError) as exc:
+    limits = Timeouts(connect=min(CONNECT_TIMEOUT, timeout), read=timeout, total=timeout)
+    session = HttpSession(limits, {"Accept": "application/json"}, local=True)
+    try:
+        with session.request("GET", url) as answer:
+            if answer.status != 200:
+                return DaemonAnswer(None, f"the daemon at {url} answered HTTP {answer.status}")
+            body = json.loads(answer.read(MAX_REPORT_BYTES))
+    except ConnectionRefused:
+        return DaemonAnswer(None)
+    except HttpFailure as exc:
+        return DaemonAnswer(None, f"no answer from {url}: {exc}")
+    except ValueError as exc:
         return DaemonAnswer(None, f"no usable answer from {url}: {exc}")
+    finally:
+        session.close()
     daemon = body.get("daemon") if isinstance(body, dict) else None
     if not isinstance(daemon, dict) or "data_dir" not in daemon:
         return DaemonAnswer(None, f"{url} is not a ragd daemon")
     if Path(str(daemon["data_dir"])) != data_dir.resolve():
         return DaemonAnswer(None)  # a daemon for another data dir: not ours to report
     return DaemonAnswer(body)
+
+
+def _nothing_listens(url: str, timeout: float) -> bool:
+    """Whether the daemon's port refuses a connection. Asked with a bare socket first: the
+    HTTP client's first use imports httpx (0.1-0.2 s), which only a daemon is worth, and a
+    command run without one would pay it just to be refused."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        with socket.create_connection((parts.hostname, parts.port or 80), timeout=timeout):
+            return False
+    except ConnectionRefusedError:
+        return True
+    except (OSError, ValueError):  # anything else is the request's to report
+        return False

@@ -1,39 +1,40 @@
-"""HTTP GETs of remote sources: bounded in time, size and concurrency, http(s) only.
+"""HTTP GETs of remote sources: what ragd allows itself on hosts it does not control.
 
-Owns every request ragd makes to a CMS, a sitemap or a site: a deadline for the whole
-request (connect to last byte), a size cap (a gzip body counts as what it inflates to),
-a content-type check, at most `per_host` requests at once to one host, and redirects
-that stay on the host they started from (a page must not send ragd to another host, such
-as one on the internal network). Failures are one `FetchError` with a one-line message
-that names the URL without its query (which may carry an API key).
+Owns the rules of every request ragd makes to a CMS, a sitemap or a site: a deadline for
+the whole request (connect to last byte), a size cap (a gzip body counts as what it
+inflates to), a content-type check, at most `per_host` requests at once to one host,
+http(s) only, and at most MAX_REDIRECTS redirects, each staying on the host it started
+from (a page must not send ragd to another host, such as one on the internal network).
+Failures are one `FetchError` with a one-line message that names the URL without its
+query (which may carry an API key).
 
-The standard library's urllib does the HTTP: ragd needs GET, redirects and TLS with the
-system's certificates, and nothing that would justify another dependency.
+The HTTP itself is ragd.adapters.httpx's, one session per source: this module keeps only
+the policy, so a reader finds what ragd permits in one place and how httpx does it in another.
 """
 
 from __future__ import annotations
 
-import contextlib
-import http.client
-import socket
-import ssl
+import email.message
 import threading
-import time
-import urllib.error
 import urllib.parse
-import urllib.request
 import zlib
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
-from http.client import HTTPMessage
-from typing import IO, Any
 
+from ragd.adapters.httpx import (
+    Answer,
+    HttpFailure,
+    HttpSession,
+    HttpTimeout,
+    RedirectRefused,
+    Timeouts,
+    TooManyRedirects,
+)
 from ragd.errors import RagdError
 from ragd.sources.json_body import decode_json
 
 USER_AGENT = "ragd"  # the service names its version (ragd.service.remote_sources)
 MAX_REDIRECTS = 5
-_READ_BYTES = 65536
 GZIP_TYPES = frozenset({"application/gzip", "application/x-gzip"})
 # What CMS read APIs answer with (Contentful names its own JSON types).
 JSON_TYPES = frozenset(
@@ -108,96 +109,30 @@ def same_host(url: str, other: str) -> bool:
     return bool(a.hostname) and a.hostname == b.hostname and same_port
 
 
-class _Deadline:
-    """Shuts a connection's socket at the request's deadline. The socket timeout bounds
-    each read, not the whole answer, and http.client reads the status line and headers
-    a line at a time: a server sending them a byte at a time would hold ragd forever."""
-
-    def __init__(self, deadline: float) -> None:
-        self.deadline = deadline
-
-    def watch(self, sock: socket.socket) -> threading.Timer:
-        def expire() -> None:
-            with contextlib.suppress(OSError):  # already closed
-                sock.shutdown(socket.SHUT_RDWR)
-
-        timer = threading.Timer(max(0.0, self.deadline - time.monotonic()), expire)
-        timer.daemon = True
-        timer.start()
-        return timer
+def _may_redirect(url: str, target: str) -> bool:
+    """A redirect is followed only to http(s) on the host it comes from."""
+    return urllib.parse.urlsplit(target).scheme in ("http", "https") and same_host(url, target)
 
 
-def _watched(base: type[http.client.HTTPConnection]) -> type[http.client.HTTPConnection]:
-    class Watched(base):  # type: ignore[valid-type,misc]
-        def __init__(self, *args: Any, deadline: _Deadline, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            self._deadline = deadline
-            self._timer: threading.Timer | None = None
-
-        def connect(self) -> None:
-            super().connect()
-            self._timer = self._deadline.watch(self.sock)
-
-        def close(self) -> None:
-            if self._timer is not None:
-                self._timer.cancel()
-            super().close()
-
-    return Watched
-
-
-_WatchedHTTP = _watched(http.client.HTTPConnection)
-_WatchedHTTPS = _watched(http.client.HTTPSConnection)
-
-
-class _DeadlineHTTP(urllib.request.HTTPHandler):
-    def __init__(self, deadline: _Deadline) -> None:
-        super().__init__()
-        self.deadline = deadline
-
-    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-        return self.do_open(_WatchedHTTP, req, deadline=self.deadline)
-
-
-class _DeadlineHTTPS(urllib.request.HTTPSHandler):
-    def __init__(self, deadline: _Deadline, context: ssl.SSLContext) -> None:
-        super().__init__(context=context)
-        self.deadline = deadline
-        self.ssl_context = context
-
-    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-        return self.do_open(_WatchedHTTPS, req, context=self.ssl_context, deadline=self.deadline)
-
-
-class _SameHostRedirects(urllib.request.HTTPRedirectHandler):
-    """Follows at most MAX_REDIRECTS redirects, each to http(s) on the same host."""
-
-    max_redirections = MAX_REDIRECTS
-
-    def redirect_request(
-        self,
-        req: urllib.request.Request,
-        fp: IO[bytes],
-        code: int,
-        msg: str,
-        headers: HTTPMessage,
-        newurl: str,
-    ) -> urllib.request.Request | None:
-        scheme = urllib.parse.urlsplit(newurl).scheme
-        if scheme not in ("http", "https") or not same_host(req.full_url, newurl):
-            fp.close()  # the redirect's own answer: its socket, not left to the collector
-            where = f"GET {shown(req.full_url)}"
-            raise FetchError(f"{where}: redirected off the host to {shown(newurl)}")
-        return super().redirect_request(req, fp, code, msg, headers, newurl)
+def _media_type(content_type: str | None) -> tuple[str, str | None]:
+    """A Content-Type's media type and charset, by the email rules HTTP shares: lower
+    case, and text/plain when the header is missing or malformed."""
+    message = email.message.Message()
+    if content_type is not None:
+        message["Content-Type"] = content_type
+    return message.get_content_type(), message.get_content_charset()
 
 
 class HttpClient:
-    """GETs for one source: its limits and its headers (tokens: never logged)."""
+    """GETs for one source: its limits, its headers (tokens: never logged), its session."""
 
     def __init__(self, limits: Limits, headers: Mapping[str, str] | None = None) -> None:
         self.limits = limits
-        self._headers = {"User-Agent": USER_AGENT, **(headers or {})}
-        self._tls = ssl.create_default_context()
+        # Only the deadline is configured (fetch_timeout): a connect or a read may use it all.
+        timeouts = Timeouts(connect=limits.timeout, read=limits.timeout, total=limits.timeout)
+        # gzip is the one encoding inflated here, within the size cap.
+        defaults = {"User-Agent": USER_AGENT, "Accept-Encoding": "gzip"}
+        self._session = HttpSession(timeouts, {**defaults, **(headers or {})})
         self._slots: dict[str, threading.BoundedSemaphore] = {}
         self._slots_lock = threading.Lock()
 
@@ -214,7 +149,7 @@ class HttpClient:
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise FetchError(f"GET {shown(url)}: not an http(s) URL")
         with self._slot(parts.hostname):
-            return self._get(url, accept, {**self._headers, **(headers or {})})
+            return self._get(url, accept, headers or {})
 
     def get_json(self, url: str, *, headers: Mapping[str, str] | None = None) -> object:
         """GET `url` and parse its JSON body; FetchError for anything but JSON."""
@@ -233,60 +168,50 @@ class HttpClient:
                 slot = self._slots[host] = threading.BoundedSemaphore(self.limits.per_host)
             return slot
 
-    def _get(self, url: str, accept: Collection[str], headers: dict[str, str]) -> Fetched:
+    def _get(self, url: str, accept: Collection[str], headers: Mapping[str, str]) -> Fetched:
         where = f"GET {shown(url)}"
-        deadline = time.monotonic() + self.limits.timeout
-        # The URL is http(s): checked in `get`, and redirects are held to it.
-        request = urllib.request.Request(url, headers=headers, method="GET")  # noqa: S310
-        # An opener per request: its handlers carry this request's deadline.
-        watch = _Deadline(deadline)
-        opener = urllib.request.build_opener(
-            _SameHostRedirects(), _DeadlineHTTP(watch), _DeadlineHTTPS(watch, self._tls)
-        )
         try:
-            with opener.open(request, timeout=self.limits.timeout) as reply:
-                kind = reply.headers.get_content_type()
-                gzipped = kind in GZIP_TYPES or reply.headers.get("Content-Encoding") == "gzip"
+            with self._session.request(
+                "GET", url, headers=headers, follow=_may_redirect, max_redirects=MAX_REDIRECTS
+            ) as answer:
+                if not 200 <= answer.status < 300:
+                    raise FetchError(f"{where}: HTTP {answer.status}", status=answer.status)
+                kind, charset = _media_type(answer.header("Content-Type"))
+                gzipped = kind in GZIP_TYPES or answer.header("Content-Encoding") == "gzip"
                 # A gzip file's media type is its content's, unknown: the first of `accept`.
                 # A gzip-encoded body has its own Content-Type, checked like any other.
                 if kind not in accept and kind not in GZIP_TYPES:
                     raise FetchError(f"{where}: unexpected content type '{kind[:80]}'")
-                data = self._read(reply, deadline, where)
-                if time.monotonic() > deadline:  # the watch cut the answer short
-                    raise FetchError(f"{where}: took longer than {self.limits.timeout:g} s")
-                final = reply.geturl()
-                answer_headers = {k.lower(): v for k, v in reply.headers.items()}
-                charset = reply.headers.get_content_charset()
-        except FetchError:
-            raise
-        except urllib.error.HTTPError as exc:
-            exc.close()  # it holds the answer and its socket
-            raise FetchError(f"{where}: HTTP {exc.code}", status=exc.code) from None
-        except http.client.HTTPException as exc:  # a status line or a chunk that is not HTTP
-            raise FetchError(f"{where}: not a valid HTTP answer ({type(exc).__name__})") from None
-        except (urllib.error.URLError, TimeoutError, OSError, ValueError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise FetchError(f"{where}: {str(reason)[:200]}") from None
+                data = self._read(answer, where)
+                final, answer_headers = answer.url, answer.headers()
+        except RedirectRefused as exc:
+            where = f"GET {shown(exc.source)}"
+            raise FetchError(f"{where}: redirected off the host to {shown(exc.target)}") from None
+        except TooManyRedirects:
+            raise FetchError(f"{where}: more than {MAX_REDIRECTS} redirects") from None
+        except HttpFailure as exc:
+            raise FetchError(f"{where}: {exc}") from None
         if gzipped:
             data = self._inflate(data, where)
             kind = next(iter(accept)) if kind in GZIP_TYPES else kind
         return Fetched(final, kind, data, answer_headers, charset)
 
-    def _read(self, reply: http.client.HTTPResponse, deadline: float, where: str) -> bytes:
-        """The body, in pieces, checking the size cap and the deadline between pieces."""
+    def _read(self, answer: Answer, where: str) -> bytes:
+        """The body as sent, in pieces, refused as soon as it passes the size cap."""
         pieces: list[bytes] = []
-        size = 0
-        # read1, not read: read(n) waits for all n bytes, so a body trickling a byte at a
-        # time (each within the socket timeout) would never reach the deadline check.
-        while piece := reply.read1(_READ_BYTES):
-            size += len(piece)
-            if size > self.limits.max_bytes:
-                raise FetchError(f"{where}: the body exceeds {self.limits.max_bytes} bytes")
-            if time.monotonic() > deadline:
-                raise FetchError(f"{where}: took longer than {self.limits.timeout:g} s")
-            pieces.append(piece)
-        if reply.length:  # Content-Length promised more than came before the close
-            raise FetchError(f"{where}: the body ended {reply.length} bytes early")
+        try:
+            for piece in answer.chunks():
+                if answer.received > self.limits.max_bytes:
+                    raise FetchError(f"{where}: the body exceeds {self.limits.max_bytes} bytes")
+                pieces.append(piece)
+        except HttpTimeout:
+            raise
+        except HttpFailure:
+            promised = answer.header("Content-Length")
+            if promised is not None and promised.isdigit() and int(promised) > answer.received:
+                missing = int(promised) - answer.received
+                raise FetchError(f"{where}: the body ended {missing} bytes early") from None
+            raise
         return b"".join(pieces)
 
     def _inflate(self, data: bytes, where: str) -> bytes:
