@@ -20,7 +20,15 @@ from typing import TYPE_CHECKING, Any, TypeVar, get_args
 
 import click
 
-from ragd.cli.daemon_client import ask_daemon, status_url
+from ragd.cli.daemon_client import (
+    PASS_TIMEOUT,
+    QUERY_TIMEOUT,
+    DaemonAnswer,
+    ask_daemon,
+    daemon_url,
+    request_daemon,
+    status_url,
+)
 from ragd.cli.text import (
     Progress,
     eval_text,
@@ -142,7 +150,22 @@ def index(state: _State, full: bool, as_json: bool) -> int:
     chunks without a second-stage vector are then embedded by it too, before the command
     returns (the slow part: tens of chunks a second). Exits 0 when the pass completes,
     even if some documents failed (they are reported); 1 when it could not complete.
+
+    When `ragd serve` runs for this data directory, the daemon's writer runs the pass
+    (after what it has queued) and this command prints its report: remote sources are
+    then polled on the daemon's schedule, and second-stage vectors embedded in its
+    background (`pending` counts them).
     """
+    from ragd.indexing.report import IndexReport
+
+    answer = _ask_daemon(state, "POST", "/v1/index", {"full": full}, timeout=PASS_TIMEOUT)
+    if answer.report is not None:
+        return _print_index_report(IndexReport.from_json(answer.report), as_json)
+    return _index_here(state, full, as_json)
+
+
+def _index_here(state: _State, full: bool, as_json: bool) -> int:
+    """`ragd index` with no daemon for the data directory: the pass in this process."""
     from ragd.indexing.workers import worker_count
 
     runtime = state.runtime()
@@ -166,6 +189,10 @@ def index(state: _State, full: bool, as_json: bool) -> int:
                 f"published generation {published.number} to {publisher.store.location.uri}",
                 err=True,
             )
+    return _print_index_report(report, as_json)
+
+
+def _print_index_report(report: IndexReport, as_json: bool) -> int:
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2))
     else:
@@ -407,33 +434,71 @@ def query(
     query whose evidence is weak says so first (abstained): the documents may not answer
     it.
     """
+    asked: dict[str, Any] = {
+        "query": text,
+        "exclude_stale": exclude_stale,
+        "expand": expand and not as_context,  # the context builds its sections itself
+        "rerank": not no_rerank,
+        "source": list(sources),
+    }
+    asked |= {name: v for name, v in (("k", k), ("mode", mode), ("path", path)) if v is not None}
+    route = "/v1/context" if as_context else "/v1/query"
+    if as_context:
+        asked["max_chars"] = max_chars
+    answer = _ask_daemon(state, "POST", route, asked, timeout=QUERY_TIMEOUT)
+    result = answer.report if answer.report is not None else _query_here(state, asked)
+    if as_context and not as_json:
+        click.echo(result["context"])
+    elif as_json:
+        click.echo(json.dumps(result, indent=2, ensure_ascii=False))
+    else:
+        click.echo(query_text(result, now=datetime.now(UTC)))
+    return EXIT_OK
+
+
+def _query_here(state: _State, asked: dict[str, Any]) -> dict[str, Any]:
+    """The query contract's JSON (or the context's, with `max_chars`) of a search in this
+    process: no daemon serves the data directory."""
     from ragd.search.context import build_context
     from ragd.search.filters import QueryFilter
 
     runtime = state.runtime()
-    filters = QueryFilter(sources, path)
+    filters = QueryFilter(tuple(asked["source"]), asked.get("path"))
     with runtime.readers() as stores:
         searcher = runtime.searcher(stores)
         response = searcher.search(
-            text,
-            k=k,
-            mode=mode or runtime.config.search.mode,
-            exclude_stale=exclude_stale,
-            expand=expand and not as_context,  # the context builds its sections itself
-            rerank=not no_rerank,
+            asked["query"],
+            k=asked.get("k"),
+            mode=asked.get("mode") or runtime.config.search.mode,
+            exclude_stale=asked["exclude_stale"],
+            expand=asked["expand"],
+            rerank=asked["rerank"],
             filters=filters,
         )
-        context = (
-            build_context(response, searcher.parents.around, max_chars) if as_context else None
+        if "max_chars" in asked:
+            context = build_context(response, searcher.parents.around, asked["max_chars"])
+            return context.to_json()
+    return response.to_json()
+
+
+def _ask_daemon(
+    state: _State, method: str, route: str, body: dict[str, Any], *, timeout: float
+) -> DaemonAnswer:
+    """The daemon's answer when `ragd serve` runs for this data directory and answers 200;
+    a refusal of the request itself (400) is this command's usage error; anything else
+    is a note, and no report: the command does the work itself."""
+    config = state.config()
+    url = daemon_url(config.http.host, config.http.port) + route
+    answer = request_daemon(method, url, config.daemon.data_dir, body=body, timeout=timeout)
+    if answer.report is not None and answer.status == 400:
+        raise UsageError(
+            str(answer.report.get("error") if isinstance(answer.report, dict) else answer.report)
         )
-    if context is not None:
-        body = context.to_json() if as_json else context.text
-        click.echo(json.dumps(body, indent=2, ensure_ascii=False) if as_json else body)
-    elif as_json:
-        click.echo(json.dumps(response.to_json(), indent=2, ensure_ascii=False))
-    else:
-        click.echo(query_text(response.to_json(), now=datetime.now(UTC)))
-    return EXIT_OK
+    if answer.report is not None and answer.status != 200:
+        answer = DaemonAnswer(None, f"the daemon at {url} answered HTTP {answer.status}")
+    if answer.note:
+        click.echo(f"ragd: note: {answer.note}; working without it", err=True)
+    return answer
 
 
 @cli.command()
@@ -481,7 +546,7 @@ def _status_report(state: _State) -> dict[str, Any]:
     answer = ask_daemon(status_url(http.host, http.port), config.daemon.data_dir)
     if answer.note:
         click.echo(f"ragd: note: {answer.note}; reading the stores instead", err=True)
-    if answer.report is not None:
+    if isinstance(answer.report, dict):
         return answer.report
     return state.runtime().status().to_json()
 
@@ -566,6 +631,7 @@ def serve(state: _State, reader: bool) -> int:
       POST /v1/query                 search (the JSON of ragd query --json)
       POST /v1/context               prompt-ready passages (ragd query --context)
       GET  /v1/status                ragd status --json, plus the daemon's own section
+      POST /v1/index                 ragd index beside the daemon (from this machine only)
       POST /v1/webhooks/<source>     deliveries of a webhook source
       GET  /metrics                  Prometheus metrics
       GET  /openapi.json             the API's OpenAPI description

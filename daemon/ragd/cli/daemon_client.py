@@ -1,8 +1,11 @@
-"""Asking a running `ragd serve` for its status report, so `ragd status` can show the
-daemon section (uptime, queue, watcher health, next jobs, LanceDB versions).
+"""Asking a running `ragd serve` instead of opening the stores: `ragd status`, `ragd query`
+and `ragd index` go to the daemon of their data directory when one runs, so the start-up
+cost (LanceDB's import, the models) is paid once, by the daemon.
 
-Owns the one HTTP call the CLI makes and the rule for trusting its answer: the daemon
-must say it serves the same data directory, else the answer is someone else's.
+Owns the CLI's HTTP calls to its daemon and the rule for trusting an answer: the daemon
+must serve the same data directory (every request names it in `X-Ragd-Data-Dir`, and a
+daemon of another one answers 409; a status report must also say so in its body), else
+the answer is someone else's and the command reads the stores itself.
 """
 
 from __future__ import annotations
@@ -20,50 +23,88 @@ from ragd.adapters.httpx import ConnectionRefused, HttpFailure, HttpSession, Tim
 # hung daemon should not stall a monitor for longer than it takes to answer one request.
 CONNECT_TIMEOUT = 0.5
 DEFAULT_TIMEOUT = 5.0
+# A query runs the models; a pass may read every file. Neither may hang a command forever.
+QUERY_TIMEOUT = 60.0
+PASS_TIMEOUT = 24 * 3600.0
 # A status report is a few kilobytes per source; this bounds what a stranger on the port costs.
-MAX_REPORT_BYTES = 16 * 1024 * 1024
+MAX_ANSWER_BYTES = 16 * 1024 * 1024
+DATA_DIR_HEADER = "X-Ragd-Data-Dir"
 
 
 @dataclass(frozen=True)
 class DaemonAnswer:
-    """The outcome of asking: the report (when a daemon for this data dir answered) or why not."""
+    """The outcome of asking: the daemon's JSON answer and its HTTP status (when a daemon
+    for this data dir answered), or why not (`note`, None when there was simply none)."""
 
-    report: dict[str, Any] | None
+    report: Any | None
     note: str | None = None
+    status: int = 200
+
+
+def daemon_url(host: str, port: int) -> str:
+    """The base URL of a daemon listening on host:port (wildcards mean this machine)."""
+    wildcards = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}  # noqa: S104
+    host = wildcards.get(host, host)
+    return f"http://{f'[{host}]' if ':' in host else host}:{port}"
 
 
 def status_url(host: str, port: int) -> str:
-    """The /v1/status URL of a daemon listening on host:port (wildcards mean this machine)."""
-    wildcards = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}  # noqa: S104
-    host = wildcards.get(host, host)
-    return f"http://{f'[{host}]' if ':' in host else host}:{port}/v1/status"
+    """The /v1/status URL of a daemon listening on host:port."""
+    return daemon_url(host, port) + "/v1/status"
 
 
 def ask_daemon(url: str, data_dir: Path, timeout: float = DEFAULT_TIMEOUT) -> DaemonAnswer:
     """GET the daemon's status report; no daemon, or one for another data dir, gives None."""
-    if _nothing_listens(url, min(CONNECT_TIMEOUT, timeout)):
-        return DaemonAnswer(None)
-    limits = Timeouts(connect=min(CONNECT_TIMEOUT, timeout), read=timeout, total=timeout)
-    session = HttpSession(limits, {"Accept": "application/json"}, local=True)
-    try:
-        with session.request("GET", url) as answer:
-            if answer.status != 200:
-                return DaemonAnswer(None, f"the daemon at {url} answered HTTP {answer.status}")
-            body = json.loads(answer.read(MAX_REPORT_BYTES))
-    except ConnectionRefused:
-        return DaemonAnswer(None)
-    except HttpFailure as exc:
-        return DaemonAnswer(None, f"no answer from {url}: {exc}")
-    except ValueError as exc:
-        return DaemonAnswer(None, f"no usable answer from {url}: {exc}")
-    finally:
-        session.close()
+    answer = request_daemon("GET", url, data_dir, timeout=timeout)
+    if answer.report is None:
+        return answer
+    if answer.status != 200:
+        return DaemonAnswer(None, f"the daemon at {url} answered HTTP {answer.status}")
+    body = answer.report
     daemon = body.get("daemon") if isinstance(body, dict) else None
     if not isinstance(daemon, dict) or "data_dir" not in daemon:
         return DaemonAnswer(None, f"{url} is not a ragd daemon")
     if Path(str(daemon["data_dir"])) != data_dir.resolve():
         return DaemonAnswer(None)  # a daemon for another data dir: not ours to report
-    return DaemonAnswer(body)
+    return answer
+
+
+def request_daemon(
+    method: str,
+    url: str,
+    data_dir: Path,
+    *,
+    body: Any = None,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> DaemonAnswer:
+    """Send one request to the daemon at `url` for `data_dir`: its JSON answer and status,
+    or no report (nothing listens, or a daemon of another data directory: no note; a
+    failure or an answer that is not JSON: a note saying so)."""
+    if _nothing_listens(url, min(CONNECT_TIMEOUT, timeout)):
+        return DaemonAnswer(None)
+    limits = Timeouts(connect=min(CONNECT_TIMEOUT, timeout), read=timeout, total=timeout)
+    headers = {"Accept": "application/json", DATA_DIR_HEADER: str(data_dir.resolve())}
+    content = None
+    if body is not None:
+        content = json.dumps(body).encode()
+        headers["Content-Type"] = "application/json"
+    session = HttpSession(limits, headers, local=True)
+    try:
+        with session.request(method, url, content=content) as answer:
+            status = answer.status
+            raw = answer.read(MAX_ANSWER_BYTES)
+    except ConnectionRefused:
+        return DaemonAnswer(None)
+    except HttpFailure as exc:
+        return DaemonAnswer(None, f"no answer from {url}: {exc}")
+    finally:
+        session.close()
+    if status == 409 and b"another data directory" in raw:
+        return DaemonAnswer(None)  # not ours to ask
+    try:
+        return DaemonAnswer(json.loads(raw), status=status)
+    except ValueError as exc:
+        return DaemonAnswer(None, f"no usable answer from {url}: {exc}")
 
 
 def _nothing_listens(url: str, timeout: float) -> bool:
