@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import subprocess
+import sys
 import tomllib
 from datetime import timedelta
 from pathlib import Path
@@ -142,6 +144,20 @@ def test_example_webhook_source_is_valid_when_uncommented() -> None:
     assert source.secret_env == "RAGD_CMS_WEBHOOK_SECRET"
     assert source.fetch_url == "https://cms.example.com/api/entries/{id}"
     assert dict(source.fetch_headers_env) == {"Authorization": "RAGD_CMS_API_AUTH"}
+
+
+def test_reading_a_config_imports_no_pydantic(tmp_path: Path) -> None:
+    # Every command reads the config first, `ragd status` beside a daemon included: the
+    # schema is checked by msgspec, whose import and schema cost ~8 ms to pydantic's ~95.
+    code = (
+        "import sys; from pathlib import Path; from ragd.config import parse_config; "
+        f"parse_config({FOLDER!r}, base_dir=Path({str(tmp_path)!r}), environ={{}}); "
+        "print(sorted({'pydantic', 'msgspec'} & set(sys.modules)))"
+    )
+
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+
+    assert out.stdout.strip() == "['msgspec']"
 
 
 # --- defaults --------------------------------------------------------------------------------

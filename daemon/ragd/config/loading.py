@@ -70,7 +70,8 @@ def load_config(path: Path, environ: Mapping[str, str] | None = None) -> Config:
         text = data.decode("utf-8-sig")  # tolerate a BOM from Windows editors
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not valid UTF-8 (byte offset {exc.start})") from None
-    return _parse(text, base_dir=path.parent, origin=str(path), environ=environ, path=path)
+    config = parse_config(text, base_dir=path.parent, origin=str(path), environ=environ)
+    return replace(config, path=path)
 
 
 def parse_config(
@@ -81,7 +82,31 @@ def parse_config(
     environ: Mapping[str, str] | None = None,
 ) -> Config:
     """Validate TOML text; relative paths resolve against base_dir, errors name `origin`."""
-    return _parse(text, base_dir=base_dir, origin=origin, environ=environ, path=None)
+    doc = read_toml(text, origin)
+    base_dir = Path(base_dir).absolute()
+    # A section key written above the first [section] header lands at the top level.
+    misplaced = {
+        k: f"{k!r} belongs in [{n}]" for n, cls in SECTIONS.items() for k in fields_of(cls)
+    }
+    tables.check_keys(doc, (*SECTIONS, "sources"), within(origin, ""), misplaced)
+    sections: dict[str, Any] = {}
+    for name, cls in SECTIONS.items():
+        if not isinstance(table := doc.get(name, {}), dict):
+            not_table = Invalid(f"expected a table ([{name}])", show_type=True)
+            raise fail(f"{origin}: {name}", not_table, table)
+        defaults = {"data_dir": DEFAULT_DATA_DIR} if name == "daemon" else {}
+        sections[name] = tables.read_table(cls, defaults | table, within(origin, name), base_dir)
+    chunking = sections["chunking"]
+    if chunking.overlap >= chunking.max_chars // 2:
+        # A window must advance by more than half its size, or chunks mostly repeat each other.
+        problem = f"must be less than half of chunking.max_chars ({chunking.max_chars // 2})"
+        raise fail(f"{origin}: chunking.overlap", problem, chunking.overlap)
+    max_age = sections["daemon"].default_max_age
+    sources = parse_sources(origin, doc.get("sources"), base_dir, max_age)
+    overrides = _apply_environment(sections, os.environ if environ is None else environ)
+    config = Config(path=None, sources=sources, env_overrides=overrides, **sections)
+    _check_model_directories(config, origin)
+    return config
 
 
 def parse_duration(value: object, *, key: str) -> timedelta:
@@ -94,45 +119,6 @@ def parse_duration(value: object, *, key: str) -> timedelta:
         ) from None
 
 
-def _parse(
-    text: str,
-    *,
-    base_dir: Path,
-    origin: str,
-    environ: Mapping[str, str] | None,
-    path: Path | None,
-) -> Config:
-    doc = read_toml(text, origin)
-    base_dir = Path(base_dir).absolute()
-    # A section key written above the first [section] header lands at the top level.
-    misplaced = {
-        k: f"{k!r} belongs in [{name}]" for name, cls in SECTIONS.items() for k in fields_of(cls)
-    }
-    tables.check_keys(doc, (*SECTIONS, "sources"), within(origin, ""), misplaced)
-    sections: dict[str, Any] = {}
-    for name, cls in SECTIONS.items():
-        table = doc.get(name, {})
-        if not isinstance(table, dict):
-            raise fail(
-                f"{origin}: {name}", Invalid(f"expected a table ([{name}])", show_type=True), table
-            )
-        if name == "daemon":
-            table = {"data_dir": DEFAULT_DATA_DIR} | table
-        sections[name] = tables.read_table(cls, table, within(origin, name), base_dir)
-    chunking = sections["chunking"]
-    if chunking.overlap >= chunking.max_chars // 2:
-        # A window must advance by more than half its size, or chunks mostly repeat each other.
-        problem = f"must be less than half of chunking.max_chars ({chunking.max_chars // 2})"
-        raise fail(f"{origin}: chunking.overlap", Invalid(problem), chunking.overlap)
-    sources = parse_sources(
-        origin, doc.get("sources"), base_dir, sections["daemon"].default_max_age
-    )
-    overrides = _apply_environment(sections, os.environ if environ is None else environ)
-    config = Config(path=path, sources=sources, env_overrides=overrides, **sections)
-    _check_model_directories(config, origin)
-    return config
-
-
 def _apply_environment(sections: dict[str, Any], environ: Mapping[str, str]) -> tuple[str, ...]:
     """Apply RAGD_* overrides on top of the file; relative values resolve against the cwd."""
     applied: list[str] = []
@@ -140,8 +126,8 @@ def _apply_environment(sections: dict[str, Any], environ: Mapping[str, str]) -> 
         if not (value := environ.get(variable)):  # unset, or empty (Environment=VAR= in a unit)
             continue
         where = f"environment variable {variable} (overrides {name}.{key})"
-        # Path.cwd() only now: it fails if the cwd was deleted.
-        checked = tables.value_of(fields_of(SECTIONS[name])[key], value, where, Path.cwd())
+        # Path.cwd only when asked: it fails if the cwd was deleted.
+        checked = tables.value_of(fields_of(SECTIONS[name])[key], value, where, Path.cwd)
         sections[name] = replace(sections[name], **{key: checked})
         applied.append(variable)
     return tuple(applied)

@@ -41,21 +41,14 @@ BodyFormatName = Literal["markdown", "html", "text"]
 DEFAULT_INCLUDE: Final = ("**/*.md", "**/*.markdown", "**/*.html", "**/*.htm", "**/*.txt")
 DEFAULT_EXCLUDE: Final = (".git/", "node_modules/", ".*/")
 
+_NAME_RULE: Final = (
+    "use 1-64 lowercase letters, digits, '-' or '_', starting with a letter or digit"
+)
+_FIELD_RULE: Final = 'a name, or a dotted path such as "slug.current"'
 SourceName = Annotated[
-    str,
-    named(
-        r"^[a-z0-9][a-z0-9_-]{0,63}\Z",
-        "is not a valid source name",
-        "use 1-64 lowercase letters, digits, '-' or '_', starting with a letter or digit",
-        example="docs",
-    ),
+    str, named(r"^[a-z0-9][a-z0-9_-]{0,63}\Z", "is not a valid source name", _NAME_RULE, "docs")
 ]
-FieldName = Annotated[
-    str,
-    named(
-        v.FIELD_PATTERN, "is not a field name", 'a name, or a dotted path such as "slug.current"'
-    ),
-]
+FieldName = Annotated[str, named(v.FIELD_PATTERN, "is not a field name", _FIELD_RULE)]
 Name = Annotated[
     str, named(v.NAME_PATTERN, "is not a name", "letters, digits, '_', '.', ':' or '-'")
 ]
@@ -145,14 +138,8 @@ _MAPPING: Final = ("title_field", "body_field", "body_format", "url_template", "
 _API: Final = ("api_url", "api_token_env", "reconcile_interval")
 # The keys each webhook format admits, besides those of every source and every format.
 _EVERY_FORMAT: Final = (
-    "name",
-    "type",
-    "max_age",
-    "format",
-    "fetch_timeout",
-    "fetch_max_bytes",
-    "max_concurrency",
-)
+    "name", "type", "max_age", "format", "fetch_timeout", "fetch_max_bytes", "max_concurrency",
+)  # fmt: skip
 FORMAT_KEYS: Final[Mapping[str, tuple[str, ...]]] = {
     "ragd": (
         "signature", *_SECRET, "insecure_no_signature", "bearer_token_env", "fetch_url",
@@ -220,39 +207,37 @@ def parse_sources(
     for index, item in enumerate(raw):
         by_index = within(origin, f"sources[{index}]")
         if not isinstance(item, dict):
-            raise fail(f"{origin}: sources[{index}]", Invalid("expected a table"), item)
+            raise fail(f"{origin}: sources[{index}]", "expected a table", item)
         # Typos first, against every source key, so "nmae" gets a suggestion, not "name missing".
         inline = dict.fromkeys(("secret", "token", "bearer_token"), _INLINE_CREDENTIAL)
         check_keys(item, every_key, by_index, inline)
         if "name" not in item:
             raise missing(by_index, "name", SourceName)
-        name = value_of(SourceName, item["name"], by_index("name"), base_dir)
+        name = value_of(SourceName, item["name"], by_index("name"), lambda: base_dir)
         if name in seen:
             problem = f"duplicate source name (also used by sources[{seen[name]}])"
-            raise fail(by_index("name"), Invalid(problem), name)
+            raise fail(by_index("name"), problem, name)
         seen[name] = index
         where = within(origin, f"sources.{name}")
         if "type" not in item:
             raise missing(where, "type", SourceType)
-        kind = value_of(SourceType, item["type"], where("type"), base_dir)
+        kind = value_of(SourceType, item["type"], where("type"), lambda: base_dir)
         for key in [key for key in item if key not in fields_of(_CLASSES[kind])]:
             owners = " and ".join(
                 f"{k} sources" for k, c in _CLASSES.items() if key in fields_of(c)
             )
             problem = f'{key!r} applies to {owners} only, and this source has type = "{kind}"'
-            raise fail(where(key), Invalid(problem))
+            raise fail(where(key), problem)
         if kind == "webhook":
             form = value_of(
-                WebhookFormatName, item.get("format", "ragd"), where("format"), base_dir
+                WebhookFormatName, item.get("format", "ragd"), where("format"), lambda: base_dir
             )
             for key in [key for key in item if key not in (*_EVERY_FORMAT, *FORMAT_KEYS[form])]:
                 users = ", ".join(f for f, keys in FORMAT_KEYS.items() if key in keys)
-                raise fail(
-                    where(key), Invalid(f'does not apply to format = "{form}" (it is for {users})')
-                )
+                raise fail(where(key), f'does not apply to format = "{form}" (it is for {users})')
         source = read_table(_CLASSES[kind], {"max_age": default_max_age} | item, where, base_dir)
         if isinstance(source, PollSourceConfig) and source.poll_interval < timedelta(minutes=1):
-            raise fail(where("poll_interval"), Invalid("must be at least 1 minute"))
+            raise fail(where("poll_interval"), "must be at least 1 minute")
         if isinstance(source, WebhookSourceConfig):
             _check_credentials(source, item, where)
             _check_api(source, item, where)
@@ -265,33 +250,33 @@ def _check_credentials(
 ) -> None:
     secrets = [key for key in _SECRET if key in item]
     if len(secrets) == 2:
-        raise fail(where("secret_file"), Invalid("set secret_env or secret_file, not both"))
+        raise fail(where("secret_file"), "set secret_env or secret_file, not both")
     if source.format == "ragd" and source.insecure_no_signature:
         if secrets:  # an unchecked secret would suggest deliveries are verified when they are not
             unchecked = "has no effect with insecure_no_signature = true"
-            raise fail(where(secrets[0]), Invalid(unchecked, hint="remove one of the two"))
+            raise fail(where(secrets[0]), unchecked, hint="remove one of the two")
         if source.bearer_token_env is None:
             hint = "name the variable holding the token callers send as 'Authorization: Bearer'"
-            required = Invalid("is required when insecure_no_signature = true", hint=hint)
-            raise fail(where("bearer_token_env"), required)
+            required = "is required when insecure_no_signature = true"
+            raise fail(where("bearer_token_env"), required, hint=hint)
         return
     needed, problem, hint = _CREDENTIALS[source.format]
     if not any(key in item for key in needed):
-        raise fail(where(needed[0]), Invalid(problem, hint=hint))
+        raise fail(where(needed[0]), problem, hint=hint)
 
 
 def _check_api(source: WebhookSourceConfig, item: Mapping[str, object], where: Where) -> None:
     if source.api_url is None:
         for key in [key for key in ("api_token_env", "reconcile_interval") if key in item]:
-            raise fail(where(key), Invalid("has no effect without api_url"))
+            raise fail(where(key), "has no effect without api_url")
     elif source.api_token_env is None and source.format != "sanity":  # a public dataset
         hint = _API_HINTS[source.format]
-        raise fail(where("api_token_env"), Invalid("is required with api_url", hint=hint))
+        raise fail(where("api_token_env"), "is required with api_url", hint=hint)
     elif source.format in _TYPES_HINTS and source.content_types is None:
         problem = "is required with api_url: the reconcile lists these types"
-        raise fail(where("content_types"), Invalid(problem, hint=_TYPES_HINTS[source.format]))
+        raise fail(where("content_types"), problem, hint=_TYPES_HINTS[source.format])
     elif source.reconcile_interval < timedelta(minutes=1):
-        raise fail(where("reconcile_interval"), Invalid("must be at least 1 minute"))
+        raise fail(where("reconcile_interval"), "must be at least 1 minute")
 
 
 assert set(FORMAT_KEYS) == set(_CREDENTIALS) == set(get_args(WebhookFormatName))

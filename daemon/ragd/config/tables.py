@@ -11,6 +11,7 @@ import difflib
 import json
 import re
 from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import (
     Annotated,
@@ -35,32 +36,23 @@ _TOML_TYPES: Final = (
     (bool, "a boolean"), (int, "an integer"), (float, "a float"), (str, "a string"),
     (list, "an array"), (dict, "a table"),
 )  # fmt: skip
+# msgspec's names of the types it expected, in ragd's words.
 _EXPECTED: Final = {
-    "int": "an integer",
-    "float": "a number",
-    "bool": "true or false",
-    "str": "a string",
-    "array": "an array",
-    "object": "a table",
-}  # fmt: skip  msgspec's type names
+    "int": "an integer", "float": "a number", "bool": "true or false", "str": "a string",
+    "array": "an array", "object": "a table",
+}  # fmt: skip
 
 
+@dataclass
 class Invalid(Exception):
     """A complaint about one value; the caller adds where the value came from."""
 
-    def __init__(
-        self,
-        problem: str,
-        *,
-        hint: str | None = None,
-        show_type: bool = False,
-        conceal: bool = False,  # the value might be a secret pasted in the wrong place
-        subkey: str = "",  # the place inside the value ("[2]", ".Name"), appended to the key
-        inner: object = ABSENT,  # the offending part of the value, shown instead of it
-    ) -> None:
-        super().__init__(problem)
-        self.problem, self.hint, self.show_type = problem, hint, show_type
-        self.conceal, self.subkey, self.inner = conceal, subkey, inner
+    problem: str
+    hint: str | None = None
+    show_type: bool = False
+    conceal: bool = False  # the value might be a secret pasted in the wrong place
+    subkey: str = ""  # the place inside the value ("[2]", ".Name"), appended to the key
+    inner: object = ABSENT  # the offending part of the value, shown instead of it
 
 
 class InDir(NamedTuple):
@@ -86,7 +78,7 @@ def read_table(cls: type[T], data: Mapping[str, object], where: Where, base: Pat
     """The dataclass `cls` from `data`; relative paths in it resolve against `base`."""
     fields = fields_of(cls)
     check_keys(data, fields, where)
-    values = {key: value_of(fields[key], item, where(key), base) for key, item in data.items()}
+    values = {k: value_of(fields[k], item, where(k), lambda: base) for k, item in data.items()}
     try:
         return msgspec.convert(values, cls, strict=True)
     except msgspec.ValidationError as exc:  # every value is checked: a key is missing
@@ -94,13 +86,14 @@ def read_table(cls: type[T], data: Mapping[str, object], where: Where, base: Pat
         raise missing(where, key, fields[key]) from None
 
 
-def value_of(annotation: object, value: object, where: str, base: Path) -> Any:
-    """`value` converted and checked as `annotation` declares, or a ConfigError."""
+def value_of(annotation: object, value: object, where: str, base: Callable[[], Path]) -> Any:
+    """`value` converted and checked as `annotation` declares, or a ConfigError; `base()`
+    is the directory relative paths resolve against, asked for only when there is one."""
     steps = get_args(annotation)[1:] if get_origin(annotation) is Annotated else ()
     try:
         for step in steps:
             if isinstance(step, InDir):
-                value = step.convert(value, base)
+                value = step.convert(value, base())
             elif callable(step):
                 value = step(value)
         return msgspec.convert(value, annotation, strict=True)
@@ -147,7 +140,7 @@ def check_keys(
                 or suggest(key, allowed)
                 or "valid keys: " + ", ".join(sorted(allowed))
             )
-            raise fail(where(key), Invalid("unknown key", hint=hint))
+            raise fail(where(key), "unknown key", hint=hint)
 
 
 def suggest(word: str, options: Collection[str]) -> str | None:
@@ -159,18 +152,17 @@ def missing(where: Where, key: str, annotation: object) -> ConfigError:
     """A required key is absent: the hint shows how to write it."""
     if get_origin(annotation) is Literal:
         *first, last = (json.dumps(option) for option in get_args(annotation))
-        return fail(
-            where(key), Invalid("is required", hint=f"{key} = {', '.join(first)} or {last}")
-        )
+        return fail(where(key), "is required", hint=f"{key} = {', '.join(first)} or {last}")
     metas = get_args(annotation)[1:] if get_origin(annotation) is Annotated else ()
-    examples = [
-        json.dumps(e) for m in metas if isinstance(m, msgspec.Meta) for e in m.examples or ()
-    ]
-    return fail(where(key), Invalid("is required", hint=f"e.g. {key} = " + " or ".join(examples)))
+    shown = [json.dumps(e) for m in metas if isinstance(m, msgspec.Meta) for e in m.examples or ()]
+    return fail(where(key), "is required", hint=f"e.g. {key} = " + " or ".join(shown))
 
 
-def fail(where: str, exc: Invalid, value: object = ABSENT) -> ConfigError:
+def fail(
+    where: str, problem: "Invalid | str", value: object = ABSENT, *, hint: str | None = None
+) -> ConfigError:
     """The one line: where, what is wrong, the value (only its type, if it may be a secret)."""
+    exc = problem if isinstance(problem, Invalid) else Invalid(problem, hint=hint)
     value = value if exc.inner is ABSENT else exc.inner
     if value is ABSENT:
         got = ""
