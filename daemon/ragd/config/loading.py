@@ -15,7 +15,6 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, Final
 
-from ragd.config import tables
 from ragd.config.bounded_files import UnfitFile, read_bounded_file
 from ragd.config.durations import DurationError, duration_from
 from ragd.config.settings import (
@@ -26,7 +25,16 @@ from ragd.config.settings import (
     Config,
 )
 from ragd.config.sources import parse_sources
-from ragd.config.tables import Invalid, fail, fields_of, within
+from ragd.config.tables import (
+    Invalid,
+    check_keys,
+    fail,
+    fields_of,
+    read_table,
+    show,
+    value_of,
+    within,
+)
 from ragd.config.toml_document import read_toml
 from ragd.errors import ConfigError
 
@@ -88,14 +96,14 @@ def parse_config(
     misplaced = {
         k: f"{k!r} belongs in [{n}]" for n, cls in SECTIONS.items() for k in fields_of(cls)
     }
-    tables.check_keys(doc, (*SECTIONS, "sources"), within(origin, ""), misplaced)
+    check_keys(doc, (*SECTIONS, "sources"), within(origin, ""), misplaced)
     sections: dict[str, Any] = {}
     for name, cls in SECTIONS.items():
         if not isinstance(table := doc.get(name, {}), dict):
             not_table = Invalid(f"expected a table ([{name}])", show_type=True)
             raise fail(f"{origin}: {name}", not_table, table)
         defaults = {"data_dir": DEFAULT_DATA_DIR} if name == "daemon" else {}
-        sections[name] = tables.read_table(cls, defaults | table, within(origin, name), base_dir)
+        sections[name] = read_table(cls, defaults | table, within(origin, name), base_dir)
     chunking = sections["chunking"]
     if chunking.overlap >= chunking.max_chars // 2:
         # A window must advance by more than half its size, or chunks mostly repeat each other.
@@ -114,9 +122,7 @@ def parse_duration(value: object, *, key: str) -> timedelta:
     try:
         return duration_from(value)
     except DurationError as exc:
-        raise ConfigError(
-            f"{key}: {exc.problem}, got {tables.show(value)}", hint=exc.hint
-        ) from None
+        raise ConfigError(f"{key}: {exc.problem}, got {show(value)}", hint=exc.hint) from None
 
 
 def _apply_environment(sections: dict[str, Any], environ: Mapping[str, str]) -> tuple[str, ...]:
@@ -127,7 +133,7 @@ def _apply_environment(sections: dict[str, Any], environ: Mapping[str, str]) -> 
             continue
         where = f"environment variable {variable} (overrides {name}.{key})"
         # Path.cwd only when asked: it fails if the cwd was deleted.
-        checked = tables.value_of(fields_of(SECTIONS[name])[key], value, where, Path.cwd)
+        checked = value_of(fields_of(SECTIONS[name])[key], value, where, Path.cwd)
         sections[name] = replace(sections[name], **{key: checked})
         applied.append(variable)
     return tuple(applied)
