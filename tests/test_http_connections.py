@@ -81,7 +81,7 @@ def serve() -> Iterator[Callable[..., Served]]:
     started: list[Served] = []
 
     def start(**limits: object) -> Served:
-        served = Served(HttpConfig(host="127.0.0.1", port=_free_port(), **limits))  # type: ignore[arg-type]
+        served = Served(HttpConfig(listen=f"127.0.0.1:{_free_port()}", **limits))  # type: ignore[arg-type]
         served.server.start()
         started.append(served)
         return served

@@ -29,7 +29,7 @@ async def _hello(_: Request) -> PlainTextResponse:
 
 
 def _on(port: int) -> HttpConfig:
-    return HttpConfig(host="127.0.0.1", port=port)
+    return HttpConfig(listen=f"127.0.0.1:{port}")
 
 
 def _ignore(reason: str) -> None:

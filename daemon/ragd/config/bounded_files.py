@@ -1,16 +1,12 @@
 """Files whose path an operator names (the config file, a `secret_file`), read within bounds.
 
-Owns `read_bounded_file`. The path is the operator's (it may be a symlink, as Kubernetes
-mounts secrets; documents are read by ragd.sources.folders, which follows none), but what
-is there may not be a file of text: a FIFO blocks its reader until something writes to it
-(start-up would hang, and a signal would only interrupt the wait, not end it), a device
-such as /dev/zero never ends, a directory holds no text. So the file must be a regular
-file, checked before it is opened and again on the opened descriptor (the path could be
-swapped in between), opened non-blocking so that nothing ever waits on it, and read up to
-a limit.
+The path may be a symlink (Kubernetes mounts secrets so; documents are read by
+ragd.sources.folders, which follows none), but what is there may not be a file of text: a
+FIFO blocks its reader until something writes to it, /dev/zero never ends, a directory
+holds no text. So the file must be a regular file, checked before it is opened and again
+on the opened descriptor (the path could be swapped in between), opened non-blocking so
+that nothing ever waits on it, and read up to a limit.
 """
-
-from __future__ import annotations
 
 import os
 import stat
@@ -20,12 +16,9 @@ from typing import Final
 __all__ = ["TooLarge", "UnfitFile", "read_bounded_file"]
 
 _KINDS: Final = (
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISFIFO, "a FIFO"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISSOCK, "a socket"),
-)
+    (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
+)  # fmt: skip
 
 
 class UnfitFile(ValueError):

@@ -1,26 +1,19 @@
-"""Reading config.toml: its schema, validation and environment overrides.
+"""Reading config.toml (or a string of TOML) into a `Config`, and environment overrides.
 
-Owns reading config.toml (or a string of TOML) into the frozen dataclasses of
-`ragd.config.settings`, and every message about a bad setting. A ConfigError is one line
-naming the file (or environment variable), the dotted key (`chunking.max_chars`,
-`sources[1].name`, `sources.docs.include`), what is wrong and the offending value.
-
-A model given as a path must be a directory that exists (a missing one is a mistake in
-the setting, exit 2, not a download to retry); what is in it is checked when the model
-loads. Does not own: secrets (only where they live is recorded; the webhook intake reads
-them), whether folder roots exist (reported at scan time), or loading the model. The core
-never imports this package; shells pass the values it needs.
+A ConfigError is one line naming the file (or environment variable), the dotted key
+(`chunking.max_chars`, `sources[1].name`, `sources.docs.include`), what is wrong and the
+offending value. A model given as a path must be a directory that exists (a missing one
+is a mistake in the setting, not a download to retry). Secrets are not read here (only
+where they live), nor whether folder roots exist (a scan-time error).
 """
-
-from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Mapping
-from dataclasses import fields, replace
+from collections.abc import Mapping
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
-from typing import Final, cast
+from typing import Any, Final
 
 from ragd.config.bounded_files import UnfitFile, read_bounded_file
 from ragd.config.durations import DurationError, duration_from
@@ -28,42 +21,21 @@ from ragd.config.settings import (
     DEFAULT_DATA_DIR,
     DEFAULT_MODEL,
     DEFAULT_RERANK_MODEL,
-    ChunkingConfig,
-    ClusterConfig,
+    SECTIONS,
     Config,
-    DaemonConfig,
-    EmbeddingConfig,
-    HttpConfig,
-    LogFormat,
-    LogLevel,
-    RerankConfig,
-    ScheduleConfig,
-    SearchConfig,
-    SearchFusion,
-    SearchMode,
-    StorageConfig,
 )
 from ragd.config.sources import parse_sources
-from ragd.config.toml_document import read_toml
-from ragd.config.values import (  # package-internal helpers
-    T,
-    _bool,
-    _choice,
-    _Convert,
-    _duration,
-    _error,
-    _int,
-    _Invalid,
-    _listen,
-    _model,
-    _path,
-    _section,
-    _show,
-    _storage_uri,
-    _string,
-    _Table,
-    _weight,
+from ragd.config.tables import (
+    Invalid,
+    check_keys,
+    fail,
+    fields_of,
+    read_table,
+    show,
+    value_of,
+    within,
 )
+from ragd.config.toml_document import read_toml
 from ragd.errors import ConfigError
 
 __all__ = ["CONFIG_ENV", "load_config", "parse_config", "parse_duration", "resolve_config_path"]
@@ -72,16 +44,20 @@ CONFIG_ENV: Final = "RAGD_CONFIG"
 _MISSING_FILE_HINT: Final = "pass --config PATH or set RAGD_CONFIG"
 # The commented example is ~10 KiB; a config of a thousand sources stays well under this.
 MAX_CONFIG_BYTES: Final = 1024 * 1024
-
-
-# --- public entry points --------------------------------------------------------------------
+# Settings an operator changes per host (a systemd unit's Environment=), over the file's.
+_ENVIRONMENT: Final = {
+    "RAGD_DATA_DIR": ("daemon", "data_dir"),
+    "RAGD_LOG_FORMAT": ("daemon", "log_format"),
+    "RAGD_HTTP_LISTEN": ("http", "listen"),
+    "RAGD_EMBEDDING_MODEL": ("embedding", "model"),
+    "RAGD_RERANK_MODEL": ("rerank", "model"),
+}
 
 
 def resolve_config_path(cli_value: str | None, environ: Mapping[str, str]) -> Path:
     """The config file to use: --config, else $RAGD_CONFIG, else ./config.toml (absolute)."""
     # An empty value (RAGD_CONFIG= in a unit file) means "not set", as in most shells' habits.
-    raw = cli_value or environ.get(CONFIG_ENV) or "config.toml"
-    path = Path(raw)
+    path = Path(cli_value or environ.get(CONFIG_ENV) or "config.toml")
     with contextlib.suppress(RuntimeError):  # no home to expand "~" against: keep it as given
         path = path.expanduser()
     return path.absolute()
@@ -102,7 +78,8 @@ def load_config(path: Path, environ: Mapping[str, str] | None = None) -> Config:
         text = data.decode("utf-8-sig")  # tolerate a BOM from Windows editors
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not valid UTF-8 (byte offset {exc.start})") from None
-    return _parse(text, base_dir=path.parent, origin=str(path), environ=environ, path=path)
+    config = parse_config(text, base_dir=path.parent, origin=str(path), environ=environ)
+    return replace(config, path=path)
 
 
 def parse_config(
@@ -113,7 +90,31 @@ def parse_config(
     environ: Mapping[str, str] | None = None,
 ) -> Config:
     """Validate TOML text; relative paths resolve against base_dir, errors name `origin`."""
-    return _parse(text, base_dir=base_dir, origin=origin, environ=environ, path=None)
+    doc = read_toml(text, origin)
+    base_dir = Path(base_dir).absolute()
+    # A section key written above the first [section] header lands at the top level.
+    misplaced = {
+        k: f"{k!r} belongs in [{n}]" for n, cls in SECTIONS.items() for k in fields_of(cls)
+    }
+    check_keys(doc, (*SECTIONS, "sources"), within(origin, ""), misplaced)
+    sections: dict[str, Any] = {}
+    for name, cls in SECTIONS.items():
+        if not isinstance(table := doc.get(name, {}), dict):
+            not_table = Invalid(f"expected a table ([{name}])", show_type=True)
+            raise fail(f"{origin}: {name}", not_table, table)
+        defaults = {"data_dir": DEFAULT_DATA_DIR} if name == "daemon" else {}
+        sections[name] = read_table(cls, defaults | table, within(origin, name), base_dir)
+    chunking = sections["chunking"]
+    if chunking.overlap >= chunking.max_chars // 2:
+        # A window must advance by more than half its size, or chunks mostly repeat each other.
+        problem = f"must be less than half of chunking.max_chars ({chunking.max_chars // 2})"
+        raise fail(f"{origin}: chunking.overlap", problem, chunking.overlap)
+    max_age = sections["daemon"].default_max_age
+    sources = parse_sources(origin, doc.get("sources"), base_dir, max_age)
+    overrides = _apply_environment(sections, os.environ if environ is None else environ)
+    config = Config(path=None, sources=sources, env_overrides=overrides, **sections)
+    _check_model_directories(config, origin)
+    return config
 
 
 def parse_duration(value: object, *, key: str) -> timedelta:
@@ -121,104 +122,21 @@ def parse_duration(value: object, *, key: str) -> timedelta:
     try:
         return duration_from(value)
     except DurationError as exc:
-        raise ConfigError(f"{key}: {exc.problem}, got {_show(value)}", hint=exc.hint) from None
+        raise ConfigError(f"{key}: {exc.problem}, got {show(value)}", hint=exc.hint) from None
 
 
-# --- the schema -----------------------------------------------------------------------------
-
-
-def _schema(base_dir: Path) -> dict[str, dict[str, _Convert]]:
-    """The keys of every plain section and how each value is checked."""
-    return {
-        "daemon": {
-            "data_dir": _path(base_dir),
-            "log_format": _choice(LogFormat),
-            "log_level": _choice(LogLevel),
-            "default_max_age": _duration,
-            "max_file_bytes": _int(1024),
-        },
-        "http": {
-            "listen": _listen,
-            "max_body_bytes": _int(1024),
-            "header_timeout": _duration,
-            "body_timeout": _duration,
-            "max_connections": _int(1),
-        },
-        "embedding": {"model": _model(base_dir), "batch_size": _int(1, 65536)},
-        "rerank": {
-            "enabled": _bool,
-            "model": _model(base_dir),
-            "candidates": _int(1, 1000),
-            "weight": _weight,
-        },
-        "chunking": {
-            "max_chars": _int(100),
-            "overlap": _int(0),
-            "max_chunks_per_document": _int(1),
-        },
-        "search": {
-            "k": _int(1, 1000),
-            # Not tied to k: a query may ask for more than the default k, so the query layer
-            # takes max(k, candidates) anyway.
-            "candidates": _int(1, 10_000),
-            "rrf_k": _int(1),
-            "max_query_chars": _int(1, 100_000),
-            "mode": _choice(SearchMode),
-            "fusion": _choice(SearchFusion),
-            "bm25_weight": _weight,
-            "vector_weight": _weight,
-            "index_cache_bytes": _int(1 << 20),
-        },
-        "schedule": {f.name: _duration for f in fields(ScheduleConfig)},
-        "storage": {"uri": _storage_uri, "refresh_interval": _duration},
-        "cluster": {"ray_address": _string},
-    }
-
-
-def _parse(
-    text: str,
-    *,
-    base_dir: Path,
-    origin: str,
-    environ: Mapping[str, str] | None,
-    path: Path | None,
-) -> Config:
-    doc = read_toml(text, origin)
-    base_dir = Path(base_dir).absolute()
-    schema = _schema(base_dir)
-    # A section key written above the first [section] header lands at the top level.
-    misplaced = {k: f"{k!r} belongs in [{name}]" for name, keys in schema.items() for k in keys}
-    _Table(origin, "", doc).check_keys((*schema, "sources"), misplaced)
-    v = {name: _section(origin, doc, name).collect(keys) for name, keys in schema.items()}
-
-    daemon = DaemonConfig(**{"data_dir": _path(base_dir)(DEFAULT_DATA_DIR)} | v["daemon"])
-    if "listen" in v["http"]:
-        v["http"]["host"], v["http"]["port"] = v["http"].pop("listen")
-    for section in ("embedding", "rerank"):
-        if "model" in v[section]:
-            v[section]["model"], v[section]["model_is_local"] = v[section].pop("model")
-    chunking = ChunkingConfig(**v["chunking"])
-    if chunking.overlap >= chunking.max_chars // 2:
-        # A window must advance by more than half its size, or chunks mostly repeat each other.
-        problem = f"must be less than half of chunking.max_chars ({chunking.max_chars // 2})"
-        raise _error(f"{origin}: chunking.overlap", _Invalid(problem), chunking.overlap)
-
-    config = Config(
-        path=path,
-        daemon=daemon,
-        http=HttpConfig(**v["http"]),
-        embedding=EmbeddingConfig(**v["embedding"]),
-        rerank=RerankConfig(**v["rerank"]),
-        chunking=chunking,
-        search=SearchConfig(**v["search"]),
-        schedule=ScheduleConfig(**v["schedule"]),
-        storage=StorageConfig(**v["storage"]),
-        cluster=ClusterConfig(**v["cluster"]),
-        sources=parse_sources(origin, doc.get("sources"), base_dir, daemon.default_max_age),
-    )
-    config = _apply_environment(config, os.environ if environ is None else environ)
-    _check_model_directories(config, origin)
-    return config
+def _apply_environment(sections: dict[str, Any], environ: Mapping[str, str]) -> tuple[str, ...]:
+    """Apply RAGD_* overrides on top of the file; relative values resolve against the cwd."""
+    applied: list[str] = []
+    for variable, (name, key) in _ENVIRONMENT.items():
+        if not (value := environ.get(variable)):  # unset, or empty (Environment=VAR= in a unit)
+            continue
+        where = f"environment variable {variable} (overrides {name}.{key})"
+        # Path.cwd only when asked: it fails if the cwd was deleted.
+        checked = value_of(fields_of(SECTIONS[name])[key], value, where, Path.cwd)
+        sections[name] = replace(sections[name], **{key: checked})
+        applied.append(variable)
+    return tuple(applied)
 
 
 # What to do about a model path that is not a directory, per section.
@@ -249,52 +167,3 @@ def _check_model_directories(config: Config, origin: str) -> None:
         problem = "is not a directory" if Path(model).exists() else "no such directory"
         # The whole path, not a value cut to fit: its end is the part that is wrong.
         raise ConfigError(f"{where}: {problem}: {model}", hint=_MODEL_DIR_HINTS[section])
-
-
-# --- environment overrides ------------------------------------------------------------------
-
-
-def _apply_environment(config: Config, environ: Mapping[str, str]) -> Config:
-    """Apply RAGD_* overrides on top of the file; relative values resolve against the cwd."""
-    applied: list[str] = []
-
-    def get(var: str, key: str, convert: Callable[[object], T]) -> T | None:
-        value = environ.get(var)
-        if not value:  # unset or empty (Environment=VAR= in a unit) leaves the file's value
-            return None
-        applied.append(var)
-        try:
-            return convert(value)
-        except _Invalid as exc:
-            raise _error(f"environment variable {var} (overrides {key})", exc, value) from None
-
-    daemon, http, embedding, rerank = config.daemon, config.http, config.embedding, config.rerank
-    if (data_dir := get("RAGD_DATA_DIR", "daemon.data_dir", _cwd_path)) is not None:
-        daemon = replace(daemon, data_dir=data_dir)
-    if (log_format := get("RAGD_LOG_FORMAT", "daemon.log_format", _choice(LogFormat))) is not None:
-        daemon = replace(daemon, log_format=cast(LogFormat, log_format))
-    if (listen := get("RAGD_HTTP_LISTEN", "http.listen", _listen)) is not None:
-        http = replace(http, host=listen[0], port=listen[1])
-    if (model := get("RAGD_EMBEDDING_MODEL", "embedding.model", _cwd_model)) is not None:
-        embedding = replace(embedding, model=model[0], model_is_local=model[1])
-    if (model := get("RAGD_RERANK_MODEL", "rerank.model", _cwd_model)) is not None:
-        rerank = replace(rerank, model=model[0], model_is_local=model[1])
-    if not applied:
-        return config
-    return replace(
-        config,
-        daemon=daemon,
-        http=http,
-        embedding=embedding,
-        rerank=rerank,
-        env_overrides=tuple(applied),
-    )
-
-
-# Looked up only when the variable is set: Path.cwd() fails if the cwd was deleted.
-def _cwd_path(value: object) -> Path:
-    return _path(Path.cwd())(value)
-
-
-def _cwd_model(value: object) -> tuple[str, bool]:
-    return _model(Path.cwd())(value)

@@ -1,18 +1,20 @@
-"""The configuration as values: frozen, typed dataclasses for each section of config.toml.
+"""config.toml's schema, and the configuration as values: a frozen dataclass per section.
 
-Defaults live here, on the dataclasses only; `ragd.config.loading` reads the file, checks
-every value and passes just the keys the file sets. The [[sources]] tables are
-`ragd.config.sources`. Imports nothing from ragd outside this package.
+Each field is a key, declared once: its type and bounds (`Meta`, which msgspec checks),
+its default, and the converter (`ragd.config.values`) of a syntax of ragd's own. What a
+key also tells is a property (`http.host`). The [[sources]] are `ragd.config.sources`.
 """
-
-from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Final, Literal
+from typing import Annotated, Final, Literal
 
+from msgspec import Meta
+
+from ragd.config import values as v
 from ragd.config.sources import SourceConfig
+from ragd.config.tables import InDir
 
 LogFormat = Literal["auto", "json", "console"]
 LogLevel = Literal["debug", "info", "warning", "error"]
@@ -24,57 +26,76 @@ DEFAULT_MODEL: Final = "minishlab/potion-base-8M"
 DEFAULT_RERANK_MODEL: Final = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_DATA_DIR: Final = ".ragd-data"
 
+Duration = v.Duration
+Weight = Annotated[float, Meta(ge=0, le=100)]  # a TOML integer or float
+Model = Annotated[str, InDir(v.model)]  # a hub id, or a local directory made absolute
+
+
+def at_least(low: int, high: int | None = None) -> Meta:
+    return Meta(ge=low, le=high)
+
+
+def _is_path(model: str) -> bool:
+    return Path(model).is_absolute()  # a hub id never is
+
 
 @dataclass(frozen=True, kw_only=True)
 class DaemonConfig:
     """[daemon]: where state lives, how ragd logs, and limits on what it reads."""
 
-    data_dir: Path
+    data_dir: Annotated[Path, InDir(v.path)]
     log_format: LogFormat = "auto"
     log_level: LogLevel = "info"
-    default_max_age: timedelta = timedelta(days=7)
-    max_file_bytes: int = 20_000_000
+    default_max_age: Duration = timedelta(days=7)
+    max_file_bytes: Annotated[int, at_least(1024)] = 20_000_000
 
 
 @dataclass(frozen=True, kw_only=True)
 class HttpConfig:
-    """[http]: the address `ragd serve` listens on (host without IPv6 brackets), the body
-    limit, and what a connection may hold open: how long its client may take to send a
-    request's headers, and then its body, and how many connections may be open at once."""
+    """[http]: the address `ragd serve` listens on, the body limit, and what a connection
+    may hold open: time to send a request's headers, then its body; connections at once."""
 
-    host: str = "127.0.0.1"
-    port: int = 8750
-    max_body_bytes: int = 1_048_576
-    header_timeout: timedelta = timedelta(seconds=10)
-    body_timeout: timedelta = timedelta(seconds=30)
-    max_connections: int = 512
+    listen: Annotated[str, v.listen] = "127.0.0.1:8750"  # "host:port", IPv6 hosts in brackets
+    max_body_bytes: Annotated[int, at_least(1024)] = 1_048_576
+    header_timeout: Duration = timedelta(seconds=10)
+    body_timeout: Duration = timedelta(seconds=30)
+    max_connections: Annotated[int, at_least(1)] = 512
 
     @property
-    def listen(self) -> str:
-        """The address as written in config: "host:port", IPv6 hosts in brackets."""
-        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+    def host(self) -> str:
+        """The host, without an IPv6 address's brackets."""
+        return self.listen.rpartition(":")[0].removeprefix("[").removesuffix("]")
+
+    @property
+    def port(self) -> int:
+        return int(self.listen.rpartition(":")[2])
 
 
 @dataclass(frozen=True, kw_only=True)
 class EmbeddingConfig:
-    """[embedding]: a Hugging Face model id (kept verbatim) or an absolute local directory."""
+    """[embedding]: the first stage's model2vec model."""
 
-    model: str = DEFAULT_MODEL
-    model_is_local: bool = False
-    batch_size: int = 1024
+    model: Model = DEFAULT_MODEL
+    batch_size: Annotated[int, at_least(1, 65536)] = 1024
+
+    @property
+    def model_is_local(self) -> bool:
+        return _is_path(self.model)
 
 
 @dataclass(frozen=True, kw_only=True)
 class RerankConfig:
-    """[rerank]: the second stage, a transformer model (a Hugging Face id whose repository
-    carries an ONNX export, kept verbatim, or an absolute local directory) that re-scores
-    the hybrid first stage's best `candidates`; `weight` scales its share of the score."""
+    """[rerank]: the second stage, a transformer model (its hub repository carries an ONNX
+    export) that re-scores the first stage's best `candidates`, its share scaled by `weight`."""
 
     enabled: bool = True
-    model: str = DEFAULT_RERANK_MODEL
-    model_is_local: bool = False
-    candidates: int = 30
-    weight: float = 1.0
+    model: Model = DEFAULT_RERANK_MODEL
+    candidates: Annotated[int, at_least(1, 1000)] = 30
+    weight: Weight = 1.0
+
+    @property
+    def model_is_local(self) -> bool:
+        return _is_path(self.model)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -82,54 +103,63 @@ class ChunkingConfig:
     """[chunking]: chunk size and overlap, in characters, and the most chunks one document
     may make (a document over it is recorded failed, not indexed)."""
 
-    max_chars: int = 900
-    overlap: int = 120
-    max_chunks_per_document: int = 25_000
+    max_chars: Annotated[int, at_least(100)] = 900
+    overlap: Annotated[int, at_least(0)] = 120
+    max_chunks_per_document: Annotated[int, at_least(1)] = 25_000
 
 
 @dataclass(frozen=True, kw_only=True)
 class SearchConfig:
     """[search]: query defaults and limits."""
 
-    k: int = 10
-    candidates: int = 50
-    rrf_k: int = 60
-    max_query_chars: int = 2000
+    k: Annotated[int, at_least(1, 1000)] = 10
+    # Not tied to k: a query may ask for more than the default k, so the query layer
+    # takes max(k, candidates) anyway.
+    candidates: Annotated[int, at_least(1, 10_000)] = 50
+    rrf_k: Annotated[int, at_least(1)] = 60
+    max_query_chars: Annotated[int, at_least(1, 100_000)] = 2000
     mode: SearchMode = "hybrid"
     fusion: SearchFusion = "convex"
-    bm25_weight: float = 1.0
-    vector_weight: float = 0.5
+    bm25_weight: Weight = 1.0
+    vector_weight: Weight = 0.5
     # LanceDB's cache of vector index pages, shared by both stages' tables.
-    index_cache_bytes: int = 256 << 20
+    index_cache_bytes: Annotated[int, at_least(1 << 20)] = 256 << 20
 
 
 @dataclass(frozen=True, kw_only=True)
 class ScheduleConfig:
     """[schedule]: intervals of the daemon's periodic jobs."""
 
-    rescan_interval: timedelta = timedelta(hours=1)
-    compact_interval: timedelta = timedelta(hours=6)
-    cleanup_older_than: timedelta = timedelta(minutes=10)
-    misfire_grace: timedelta = timedelta(hours=1)
+    rescan_interval: Duration = timedelta(hours=1)
+    compact_interval: Duration = timedelta(hours=6)
+    cleanup_older_than: Duration = timedelta(minutes=10)
+    misfire_grace: Duration = timedelta(hours=1)
 
 
 @dataclass(frozen=True, kw_only=True)
 class StorageConfig:
-    """[storage]: where the search stores live. `uri` None keeps everything under data_dir;
-    "s3://bucket/prefix" puts the LanceDB tables there and publishes generations for
-    readers (`ragd serve --reader`), which look for a newer one every `refresh_interval`.
-    Endpoint and credentials come from the standard AWS environment variables, never from
-    the config text."""
+    """[storage]: `uri` None keeps the stores under data_dir; "s3://bucket/prefix" puts the
+    LanceDB tables there and publishes generations for readers (`ragd serve --reader`), which
+    look for a newer one every `refresh_interval`. Endpoint and credentials come from the
+    standard AWS environment variables, never from the config text."""
 
-    uri: str | None = None
-    refresh_interval: timedelta = timedelta(seconds=5)
+    uri: Annotated[str | None, v.storage_uri] = None
+    refresh_interval: Duration = timedelta(seconds=5)
 
 
 @dataclass(frozen=True, kw_only=True)
 class ClusterConfig:
     """[cluster]: the Ray cluster `ragd reembed --ray` runs on (None: a local Ray)."""
 
-    ray_address: str | None = None
+    ray_address: Annotated[str | None, v.string] = None
+
+
+# The sections of config.toml, in the order they are read.
+SECTIONS: Final[dict[str, type]] = {
+    "daemon": DaemonConfig, "http": HttpConfig, "embedding": EmbeddingConfig,
+    "rerank": RerankConfig, "chunking": ChunkingConfig, "search": SearchConfig,
+    "schedule": ScheduleConfig, "storage": StorageConfig, "cluster": ClusterConfig,
+}  # fmt: skip
 
 
 @dataclass(frozen=True, kw_only=True)

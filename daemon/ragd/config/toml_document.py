@@ -1,22 +1,14 @@
 """TOML text as the document config.toml's schema reads, or a one-line ConfigError.
 
 Owns `read_toml`: tomllib's syntax errors (they name the line), and what tomllib accepts
-or chokes on that no setting can use, each refused naming the file:
-
-- nesting: tomllib recurses once per level of arrays and inline tables and raises
-  RecursionError some hundreds of levels down, while dotted keys and table headers nest
-  tables without any limit, for the schema's checks (and its messages, which show the
-  value) to recurse through later. ragd's settings nest at most 3 levels
-  (`sources[i].fetch_headers_env.Name`), so a value deeper than MAX_DEPTH is refused;
-- integers: TOML's are 64-bit and the specification requires an error for any other,
-  but tomllib returns any size, and raises ValueError (not TOMLDecodeError) for a decimal
-  one of more than 4,300 digits, while a hexadecimal one that long converts but cannot
-  be shown in a message.
-
-Every value the schema's converters then see is shallow and fits in 64 bits.
+or chokes on that no setting can use, each refused naming the file. Nesting: tomllib
+recurses once per level of arrays and inline tables (RecursionError some hundreds of
+levels down), while dotted keys nest tables without limit for the checks and messages to
+recurse through later; ragd's settings nest at most 3 levels, so a value deeper than
+MAX_DEPTH is refused. Integers: TOML's are 64-bit, tomllib returns any size, and raises
+ValueError for a decimal one of over 4,300 digits; a hexadecimal one that long converts
+but cannot be shown in a message.
 """
-
-from __future__ import annotations
 
 import tomllib
 from typing import Any, Final
