@@ -2,7 +2,7 @@
 it is the change.
 
 Usage:
-    python bench/one_shot_edit.py [--rounds 5] [--corpus DIR]
+    python bench/one_shot_edit.py [--rounds 5] [--corpus DIR] [--ab-import-thread]
 
 Copies the corpus (default fastapi-docs) into a temporary root, indexes it with the first
 stage (the second stage off, as bench/peers/compare.py runs every system), then, each
@@ -10,10 +10,14 @@ round, appends a sentence to the first paragraph under the middle heading of the
 median-sized page and times three things, alternating edits between them:
 
 - the whole `ragd index --json` process (interpreter, imports, the pass, exit), and the
-  pass's own seconds from its report (the lazy import of lance falls inside it);
-- the pass in this process with the libraries already imported (lance, model2vec,
+  pass's own seconds from its report (the lazy import of lancedb falls inside it);
+- the pass in this process with the libraries already imported (lancedb, model2vec,
   tantivy), as bench/peers/compare.py times its peers "in process": from opening the
   state to having persisted it, the model loaded inside the clock.
+
+With `--ab-import-thread`, each round also times the whole process with the pass's
+import of lancedb on a thread of its own (`WriterStores.prepare_vectors`) turned into a
+no-op, patched in by this bench: that thread's worth, A against B in one run.
 
 Prints each round and the medians; asserts nothing about timings.
 """
@@ -23,6 +27,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import itertools
 import json
 import os
 import platform
@@ -36,12 +41,12 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+sys.path[:0] = [str(REPO / "daemon"), str(REPO)]
 
 from ragd.cli import main as cli_main  # noqa: E402
 from tests.conftest import FASTAPI_DOCS, write_config  # noqa: E402
 
-RAGD = REPO / ".venv" / "bin" / "ragd"
+RAGD = [sys.executable, "-m", "ragd"]  # this interpreter, with this checkout's ragd first
 
 
 def _target(root: Path) -> Path:
@@ -68,13 +73,24 @@ def _edit(page: Path, n: int) -> None:
     raise SystemExit(f"no prose line under the middle heading of {page}")
 
 
-def _whole_process(config: Path) -> tuple[float, dict[str, Any]]:
+# `ragd` without the thread that imports lancedb while the pass prepares its files.
+NO_IMPORT_THREAD = [
+    sys.executable,
+    "-c",
+    "from ragd.stores.data_dir import WriterStores\n"
+    "WriterStores.prepare_vectors = lambda self: None\n"
+    "from ragd.__main__ import run\n"
+    "run()",
+]
+
+
+def _whole_process(config: Path, command: list[str] = RAGD) -> tuple[float, dict[str, Any]]:
     started = time.perf_counter()
     done = subprocess.run(
-        [str(RAGD), "--config", str(config), "index", "--json"],
+        [*command, "--config", str(config), "index", "--json"],
         capture_output=True,
         check=True,
-        env=dict(os.environ, HF_HUB_OFFLINE="1"),
+        env=dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=f"{REPO / 'daemon'}:{REPO}"),
     )
     return time.perf_counter() - started, json.loads(done.stdout)
 
@@ -89,7 +105,7 @@ def _in_process(config: Path) -> tuple[float, dict[str, Any]]:
 
 def _import_libraries() -> None:
     """What a peer imports before its clock starts: here, what this pass writes with."""
-    import lance  # noqa: F401
+    import lancedb  # noqa: F401
     import model2vec  # noqa: F401
     import tantivy  # noqa: F401
 
@@ -98,6 +114,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--corpus", type=Path, default=FASTAPI_DOCS)
+    parser.add_argument("--ab-import-thread", action="store_true")
     args = parser.parse_args()
     print(
         f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
@@ -105,6 +122,7 @@ def main() -> None:
     whole: list[float] = []
     reported: list[float] = []
     here: list[float] = []
+    unthreaded: list[float] = []
     with tempfile.TemporaryDirectory(prefix="ragd-one-shot-") as tmp:
         work = Path(tmp)
         root = work / "docs"
@@ -114,27 +132,37 @@ def main() -> None:
         page = _target(root)
         print(f"corpus: {args.corpus.name}; edited page: {page.relative_to(root)}; first stage")
         _import_libraries()
+        edits = itertools.count()
         for n in range(args.rounds):
-            _edit(page, 2 * n)
+            _edit(page, next(edits))
             seconds, report = _whole_process(config)
             assert report["documents"]["changed"] == 1, report
             whole.append(seconds)
             reported.append(float(report["seconds"]))
-            _edit(page, 2 * n + 1)
+            _edit(page, next(edits))
             seconds, report = _in_process(config)
             assert report["documents"]["changed"] == 1, report
             here.append(seconds)
-            print(
+            line = (
                 f"round {n + 1}: process {whole[-1]:.3f} s (its pass {reported[-1]:.3f} s); "
                 f"libraries imported: {here[-1]:.3f} s; texts embedded "
                 f"{report['chunks']['embedded']}"
             )
+            if args.ab_import_thread:
+                _edit(page, next(edits))
+                seconds, report = _whole_process(config, NO_IMPORT_THREAD)
+                assert report["documents"]["changed"] == 1, report
+                unthreaded.append(seconds)
+                line += f"; process without the import thread {unthreaded[-1]:.3f} s"
+            print(line)
     print()
     rows = [
         ("whole process", whole),
-        ("its pass (report `seconds`; lance is imported inside it)", reported),
+        ("its pass (report `seconds`; lancedb is imported inside it)", reported),
         ("in process, libraries imported first (as peers are timed)", here),
     ]
+    if unthreaded:
+        rows.append(("whole process, lancedb imported without a thread of its own", unthreaded))
     print("| one-section edit, `ragd index` | median s |")
     print("|---|---|")
     for name, runs in rows:
