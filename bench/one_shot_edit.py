@@ -2,7 +2,7 @@
 it is the change.
 
 Usage:
-    python bench/one_shot_edit.py [--rounds 5] [--corpus DIR] [--ab-import-thread]
+    python bench/one_shot_edit.py [--rounds 5] [--corpus DIR]
 
 Copies the corpus (default fastapi-docs) into a temporary root, indexes it with the first
 stage (the second stage off, as bench/peers/compare.py runs every system), then, each
@@ -14,10 +14,6 @@ median-sized page and times three things, alternating edits between them:
 - the pass in this process with the libraries already imported (lancedb, model2vec,
   tantivy), as bench/peers/compare.py times its peers "in process": from opening the
   state to having persisted it, the model loaded inside the clock.
-
-With `--ab-import-thread`, each round also times the whole process with the pass's
-import of lancedb on a thread of its own (`WriterStores.prepare_vectors`) turned into a
-no-op, patched in by this bench: that thread's worth, A against B in one run.
 
 Prints each round and the medians; asserts nothing about timings.
 """
@@ -73,21 +69,10 @@ def _edit(page: Path, n: int) -> None:
     raise SystemExit(f"no prose line under the middle heading of {page}")
 
 
-# `ragd` without the thread that imports lancedb while the pass prepares its files.
-NO_IMPORT_THREAD = [
-    sys.executable,
-    "-c",
-    "from ragd.stores.data_dir import WriterStores\n"
-    "WriterStores.prepare_vectors = lambda self: None\n"
-    "from ragd.__main__ import run\n"
-    "run()",
-]
-
-
-def _whole_process(config: Path, command: list[str] = RAGD) -> tuple[float, dict[str, Any]]:
+def _whole_process(config: Path) -> tuple[float, dict[str, Any]]:
     started = time.perf_counter()
     done = subprocess.run(
-        [*command, "--config", str(config), "index", "--json"],
+        [*RAGD, "--config", str(config), "index", "--json"],
         capture_output=True,
         check=True,
         env=dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=f"{REPO / 'daemon'}:{REPO}"),
@@ -114,7 +99,6 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--corpus", type=Path, default=FASTAPI_DOCS)
-    parser.add_argument("--ab-import-thread", action="store_true")
     args = parser.parse_args()
     print(
         f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
@@ -122,7 +106,6 @@ def main() -> None:
     whole: list[float] = []
     reported: list[float] = []
     here: list[float] = []
-    unthreaded: list[float] = []
     with tempfile.TemporaryDirectory(prefix="ragd-one-shot-") as tmp:
         work = Path(tmp)
         root = work / "docs"
@@ -143,26 +126,17 @@ def main() -> None:
             seconds, report = _in_process(config)
             assert report["documents"]["changed"] == 1, report
             here.append(seconds)
-            line = (
+            print(
                 f"round {n + 1}: process {whole[-1]:.3f} s (its pass {reported[-1]:.3f} s); "
                 f"libraries imported: {here[-1]:.3f} s; texts embedded "
                 f"{report['chunks']['embedded']}"
             )
-            if args.ab_import_thread:
-                _edit(page, next(edits))
-                seconds, report = _whole_process(config, NO_IMPORT_THREAD)
-                assert report["documents"]["changed"] == 1, report
-                unthreaded.append(seconds)
-                line += f"; process without the import thread {unthreaded[-1]:.3f} s"
-            print(line)
     print()
     rows = [
         ("whole process", whole),
         ("its pass (report `seconds`; lancedb is imported inside it)", reported),
         ("in process, libraries imported first (as peers are timed)", here),
     ]
-    if unthreaded:
-        rows.append(("whole process, lancedb imported without a thread of its own", unthreaded))
     print("| one-section edit, `ragd index` | median s |")
     print("|---|---|")
     for name, runs in rows:

@@ -117,12 +117,6 @@ def runtime() -> _Runtime:
         return _runtime
 
 
-def start_in_background() -> None:
-    """Import lancedb on a thread, for a caller about to wait anyway (a big pass waits
-    for its workers' first documents about as long as the import takes)."""
-    threading.Thread(target=runtime, name="import-lancedb", daemon=True).start()
-
-
 def row_ids_supported(lancedb_version: str) -> bool:
     """Whether holding chunk ids by row id was tested on this lancedb version."""
     try:

@@ -20,7 +20,7 @@ from ragd.errors import LockedError
 from ragd.stores.keywords import KeywordRow, KeywordStore
 from ragd.stores.manifest import Manifest
 from ragd.stores.manifest_reader import ManifestReader
-from ragd.stores.vectors import VectorStore, prepare_in_background
+from ragd.stores.vectors import VectorStore
 
 KeywordRebuild = Callable[[ManifestReader], Iterable[KeywordRow]]
 """Every chunk the manifest lists as the keyword store indexes it, for a rebuild."""
@@ -157,11 +157,6 @@ class WriterStores:
                 else VectorStore.open_existing(directory, name=name)
             )
         return self._second
-
-    def prepare_vectors(self) -> None:
-        """Start importing what the vector tables are written through, on a thread, for a
-        pass about to write and waiting meanwhile."""
-        prepare_in_background()
 
     def vector_versions(self, dim: int) -> dict[str, int]:
         """The version of each vector table this writer has, by table name: what a

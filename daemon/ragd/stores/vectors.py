@@ -32,7 +32,6 @@ from ragd.adapters.lancedb import (
     drop_vector_table,
     open_vector_table,
     sql_in,
-    start_in_background,
     vector_tables,
 )
 from ragd.errors import StoreError
@@ -107,12 +106,6 @@ def checked_matrix(rows: Sequence[VectorRow], dim: int) -> npt.NDArray[np.float3
         bad = ids[int(np.argmin(finite))]
         raise ValueError(f"chunk {bad!r}: vector has NaN or infinite values")
     return matrix
-
-
-def prepare_in_background() -> None:
-    """Start importing lancedb on a thread, for a writer that will open the store soon and
-    waits meanwhile (a big pass waits for its workers' first documents about as long)."""
-    start_in_background()
 
 
 class VectorStore:
