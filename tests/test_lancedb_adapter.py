@@ -1,5 +1,7 @@
 """The LanceDB adapter: chunk ids held by row id (a fast path for long-lived readers) find
-exactly what reading the chunk_id column finds, and only on lancedb versions tested."""
+exactly what reading the chunk_id column finds, and only on lancedb versions tested; tables
+are listed, opened and refused as ragd's stores need; scratch tables are written, read back
+in batches and dropped."""
 
 from __future__ import annotations
 
