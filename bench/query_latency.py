@@ -3,7 +3,7 @@
 Usage:
     python bench/query_latency.py CORPUS [--copies N] [--queries 500] [--clients 4]
                                   [--seconds 20] [--model DIR] [--rerank-model DIR]
-                                  [--no-rerank] [--work DIR]
+                                  [--no-rerank] [--work DIR] [--ab-held-ids]
 
 CORPUS is a directory or a .tar.gz (e.g. ../shared/corpora/tldr-pages.tar.gz). With
 `--copies N` the corpus is placed N times under one root (copy-1/, copy-2/, ...) to reach
@@ -21,6 +21,10 @@ daemon use, staleness checks included: p50/p95/p99; then a real `ragd serve` on 
 index with `--clients` concurrent HTTP clients for `--seconds` (hybrid, re-scored when
 the second stage is on): queries per second, latency, and the daemon's peak RSS (start-up
 and first scan included) and its RSS at the end.
+
+With `--ab-held-ids`, the vector and hybrid modes are also timed, query by query in
+alternating order, over read handles that hold no chunk ids (a vector hit's chunk id is
+then read from the table): what the ids held by row id are worth, A against B in one run.
 
 Queries are drawn from the indexed text itself (seeded): half are 2-4 words of a chunk's
 heading path, half 4-6 consecutive words of its body, so each has a findable answer.
@@ -138,6 +142,27 @@ def in_process(runtime: Runtime, queries: list[str]) -> dict[str, list[float]]:
     return timings
 
 
+def held_ids_ab(runtime: Runtime, queries: list[str]) -> dict[str, list[float]]:
+    """Latency of every query in the vector and hybrid modes (first stage) over handles
+    holding chunk ids and over handles reading them from the table, alternating."""
+    timings: dict[str, list[float]] = {}
+    with runtime.readers(ids_in_memory=True) as held, runtime.readers() as column:
+        searchers = {"held": runtime.searcher(held), "column": runtime.searcher(column)}
+        for searcher in searchers.values():
+            for query in queries[:20]:
+                searcher.search(query, mode="hybrid", rerank=False)
+        for mode in ("vector", "hybrid"):
+            for n, query in enumerate(queries):
+                order = list(searchers.items())
+                for name, searcher in order if n % 2 else reversed(order):
+                    started = time.perf_counter()
+                    searcher.search(query, mode=mode, rerank=False)
+                    timings.setdefault(f"{mode}, ids {name}", []).append(
+                        time.perf_counter() - started
+                    )
+    return timings
+
+
 def over_http(port: int, queries: list[str], clients: int, seconds: float) -> list[float]:
     """Run `clients` keep-alive HTTP clients for `seconds`; every request's latency."""
     latencies: list[float] = []
@@ -192,6 +217,7 @@ def main() -> None:
     parser.add_argument(
         "--work", type=Path, help="Keep corpus copy, config and index here (reused if present)."
     )
+    parser.add_argument("--ab-held-ids", action="store_true")
     args = parser.parse_args()
 
     scratch = None if args.work else tempfile.TemporaryDirectory(prefix="ragd-query-bench-")
@@ -230,6 +256,17 @@ def main() -> None:
     for mode, seconds in timings.items():
         print(f"| {mode} | {len(seconds)} | {percentiles(seconds)} |")
     assert rows == chunks, f"LanceDB has {rows} rows for {chunks} manifest chunks"
+    if args.ab_held_ids:
+        ab = held_ids_ab(runtime, queries)
+        print()
+        print("| mode, first stage | p50 ms | p95 ms | p99 ms |   (chunk ids held or read)")
+        print("|---|---|---|---|")
+        for mode, seconds in ab.items():
+            print(f"| {mode} | {percentiles(seconds)} |")
+        for mode in ("vector", "hybrid"):
+            held, read = ab[f"{mode}, ids held"], ab[f"{mode}, ids column"]
+            ratio = statistics.median(read) / statistics.median(held)
+            print(f"{mode}: p50 reading the column / p50 holding the ids = {ratio:.2f}x")
 
     port = int(config.read_text().split("127.0.0.1:")[1].split('"')[0])
     with (work / "serve.log").open("ab") as log:

@@ -1,5 +1,7 @@
 """The LanceDB adapter: chunk ids held by row id (a fast path for long-lived readers) find
-exactly what reading the chunk_id column finds, and only on lancedb versions tested."""
+exactly what reading the chunk_id column finds, and only on lancedb versions tested; tables
+are listed, opened and refused as ragd's stores need; scratch tables are written, read back
+in batches and dropped."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import pytest
 from ragd.adapters import lancedb as adapter
 from ragd.adapters.arrow import ChunkIdsByRow, use_system_allocator, vector_batch
 from ragd.embedding.static import Model2VecEmbedder
+from ragd.errors import StoreError
 from ragd.stores.vectors import VectorRow, VectorStore
 from tests.conftest import MODEL_DIR
 from tests.test_model2vec_adapter import corpus_chunk_texts
@@ -221,3 +224,73 @@ def test_held_chunk_ids_are_read_again_once_gone_rows_would_outnumber_live_ones(
     assert table.start_nearest(late[0].vector, 1)()[0][0] == late[0].chunk_id
     assert table._ids is not None
     assert len(table._ids) == table.count() == 55
+
+
+# Tables, as ragd's writers and readers meet them.
+
+
+def test_tables_are_the_lance_datasets_under_the_directory_and_nothing_else(
+    tmp_path: Path,
+) -> None:
+    directory = tmp_path / "db"
+    adapter.open_vector_table(directory, create_dim=DIM)
+    adapter.open_vector_table(directory, table_name="second_stage_abc", create_dim=DIM)
+    (directory / "notes").mkdir()
+    (directory / "stray.lance").write_text("a file, not a table")
+
+    assert sorted(adapter.vector_tables(directory)) == ["chunks", "second_stage_abc"]
+    assert adapter.vector_tables(tmp_path / "missing") == []
+
+
+def test_a_write_lancedb_refuses_is_a_store_error_naming_the_directory(tmp_path: Path) -> None:
+    table = adapter.open_vector_table(tmp_path / "db", create_dim=DIM)
+    assert table is not None
+
+    with pytest.raises(StoreError, match=r"cannot delete from the LanceDB store at .*db"):
+        table.delete("chunk_id = ((")
+    assert table.count() == 0
+
+
+def test_a_table_with_other_columns_is_refused_on_opening(tmp_path: Path) -> None:
+    import lancedb
+
+    lancedb.connect(tmp_path / "db").create_table("chunks", pa.table({"text": ["x"]}))
+
+    with pytest.raises(StoreError, match="is not ragd's"):
+        adapter.open_vector_table(tmp_path / "db")
+
+
+def test_a_missing_table_is_none_unless_asked_to_create_it(tmp_path: Path) -> None:
+    assert adapter.open_vector_table(tmp_path / "db") is None
+    assert not (tmp_path / "db").exists()
+
+
+# Scratch tables: a Ray job's work list and results, which lance_ray reads and writes as
+# the Lance datasets `<database>/<name>.lance`.
+
+
+def test_a_scratch_table_reads_back_its_rows_in_batches_of_the_size_asked(
+    tmp_path: Path,
+) -> None:
+    rows = pa.table({"embed_key": [f"k{n}" for n in range(10)], "text": ["t"] * 10})
+    adapter.write_scratch_table(str(tmp_path), None, "job-work", rows)
+
+    batches = list(adapter.scratch_batches(str(tmp_path), None, "job-work", ["embed_key"], 4))
+
+    assert [batch.num_rows for batch in batches] == [4, 4, 2]
+    assert [key for b in batches for key in b.column("embed_key").to_pylist()] == [
+        f"k{n}" for n in range(10)
+    ]
+    assert batches[0].schema.names == ["embed_key"]
+    assert (tmp_path / "job-work.lance").is_dir()
+
+
+def test_dropping_a_scratch_table_removes_its_dataset_and_a_missing_one_is_no_error(
+    tmp_path: Path,
+) -> None:
+    adapter.write_scratch_table(str(tmp_path), None, "job-work", pa.table({"k": ["a"]}))
+
+    adapter.drop_scratch_table(str(tmp_path), None, "job-work")
+    adapter.drop_scratch_table(str(tmp_path), None, "job-vectors")
+
+    assert list(tmp_path.iterdir()) == []

@@ -13,8 +13,9 @@ The rest of ragd talks to these libraries only through them (import-linter check
 - `pathspec`: gitignore-style include and exclude patterns.
 - `httpx` (the distribution httpx2): every outbound HTTP request, with its timeouts,
   whole-request deadline, redirects one at a time, raw body in pieces, proxy variables.
-- `ray`: `ragd reembed --ray`'s Ray Data job, through Lance datasets (lance_ray, lance);
-  the optional extra `ragd[ray]`, imported only when a job starts.
+- `ray`: `ragd reembed --ray`'s Ray Data job, through Lance datasets (lance_ray; the
+  driver's side through `lancedb`); the optional extra `ragd[ray]`, imported only when a
+  job starts.
 
 A fast path lives inside its adapter, gives exactly what the public path gives (a test
 compares them on real corpora), and is used only on the library versions it was tested

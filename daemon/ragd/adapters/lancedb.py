@@ -117,12 +117,6 @@ def runtime() -> _Runtime:
         return _runtime
 
 
-def start_in_background() -> None:
-    """Import lancedb on a thread, for a caller about to wait anyway (a big pass waits
-    for its workers' first documents about as long as the import takes)."""
-    threading.Thread(target=runtime, name="import-lancedb", daemon=True).start()
-
-
 def row_ids_supported(lancedb_version: str) -> bool:
     """Whether holding chunk ids by row id was tested on this lancedb version."""
     try:
@@ -179,13 +173,21 @@ def _on_database(
     directory: VectorLocation, action: str, work: Callable[[Any], Coroutine[Any, Any, T]]
 ) -> T:
     """Run `work(database)` on the connection to `directory`; StoreError naming `action`."""
+    with lance_errors(action, directory):
+        return _run_on(str(directory), None, work)
+
+
+def _run_on(
+    uri: str, options: dict[str, str] | None, work: Callable[[Any], Coroutine[Any, Any, T]]
+) -> T:
+    """Run `work(database)` on the connection to `uri` (with object store `options`)."""
     lance = runtime()
 
     async def run() -> T:
-        return await work(await lance.lancedb.connect_async(str(directory), session=lance.session))
+        connect = lance.lancedb.connect_async
+        return await work(await connect(uri, storage_options=options, session=lance.session))
 
-    with lance_errors(action, directory):
-        return lance.run(run())
+    return lance.run(run())
 
 
 def vector_tables(directory: VectorLocation) -> list[str]:
@@ -203,6 +205,43 @@ def drop_vector_table(directory: VectorLocation, table: str) -> None:
     """Remove a table (its rows are derived; the caller writes them again)."""
     if table in vector_tables(directory):
         _on_database(directory, "drop a table of", lambda db: db.drop_table(table))
+
+
+# -- scratch tables: a Ray job's work list and results (ragd.adapters.ray) -----------------
+# Any columns, written once, read back once in batches and dropped; lancedb's own errors
+# reach the caller, which names the step of its job that failed.
+
+
+def write_scratch_table(
+    uri: str, options: dict[str, str] | None, name: str, rows: pa.Table
+) -> None:
+    """Write `rows` as a new table `name` of the database at `uri`: the Lance dataset
+    `<uri>/<name>.lance`."""
+    _run_on(uri, options, lambda db: db.create_table(name, data=rows))
+
+
+def scratch_batches(
+    uri: str, options: dict[str, str] | None, name: str, columns: list[str], batch_rows: int
+) -> Iterator[pa.RecordBatch]:
+    """Table `name`'s `columns` in batches of up to `batch_rows` rows, each read when the
+    iteration reaches it."""
+    lance = runtime()
+
+    async def open_stream(db: Any) -> Any:
+        table = await db.open_table(name)
+        return await table.query().select(columns).to_batches(max_batch_length=batch_rows)
+
+    stream = _run_on(uri, options, open_stream)
+    while True:
+        try:
+            yield lance.run(stream.__anext__())
+        except StopAsyncIteration:
+            return
+
+
+def drop_scratch_table(uri: str, options: dict[str, str] | None, name: str) -> None:
+    """Delete table `name` and everything under it; nothing if there is none."""
+    _run_on(uri, options, lambda db: db.drop_table(name, ignore_missing=True))
 
 
 def open_vector_table(

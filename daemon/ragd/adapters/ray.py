@@ -2,10 +2,11 @@
 Lance datasets at a scratch location.
 
 Owns every call into ray and lance_ray (Lance's own Ray integration): starting or joining
-a cluster, the job that embeds, and the scratch datasets it reads and writes (the driver's
-own reads and writes of them through lance, the format both speak, are
-`ragd.adapters.pylance`'s). What to embed and what the vectors mean is the caller's
-(ragd.indexing.reembed.bulk); this module sees keys, texts and an encoder.
+a cluster, the job that embeds, and the scratch datasets it reads and writes (the driver
+writes and reads them as LanceDB tables, `ragd.adapters.lancedb`'s scratch tables: a table
+of a LanceDB database is the Lance dataset lance_ray reads and writes). What to embed and
+what the vectors mean is the caller's (ragd.indexing.reembed.bulk); this module sees keys,
+texts and an encoder.
 
 The job, per call of `RaySession.embed`:
 
@@ -14,11 +15,12 @@ The job, per call of `RaySession.embed`:
 2. Ray Data reads it with `lance_ray.read_lance` and sends batches through a pool of
    actors, each of which unpickles the encoder once and loads its model on its first batch;
 3. the actors' (embed_key, vector) rows are written with `lance_ray.write_lance`;
-4. the driver reads them back in batches (lance), checks that every key came back exactly
+4. the driver reads them back in batches (lancedb), checks that every key came back exactly
    once, and drops both datasets.
 
 The datasets are named per job, so a crashed run's leftovers are dropped by the next run
-at the same location. ray and lance_ray are the optional extra `ragd[ray]`,
+at the same location. ray and lance_ray are the optional extra `ragd[ray]` (lance_ray
+brings lance, pylance on PyPI, which only the cluster's side of the job uses),
 imported when a session starts; without them that is one UsageError with the install
 hint. A model is shipped to the cluster by pickling the encoder (ragd's embedders pickle
 without their loaded weights), so every node needs ragd installed and the model at the
@@ -42,7 +44,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from ragd.adapters.pylance import dataset_batches, drop_dataset, write_dataset
+from ragd.adapters.lancedb import drop_scratch_table, scratch_batches, write_scratch_table
 from ragd.errors import RagdError, UsageError
 
 if TYPE_CHECKING:
@@ -77,14 +79,20 @@ class RayCluster:
 @dataclass(frozen=True)
 class Scratch:
     """Where the job's datasets live while it runs: a local directory or an s3:// URI (a
-    string), and the object store's options (endpoint, credentials) as lance takes them."""
+    string), and the object store's options (endpoint, credentials) as lance and lancedb
+    take them."""
 
     uri: str
     storage_options: Mapping[str, str] = field(default_factory=dict)
 
+    @property
+    def database(self) -> str:
+        """The URI of the LanceDB database whose tables are the job's datasets."""
+        return self.uri.rstrip("/")
+
     def dataset(self, name: str) -> str:
-        """The URI of one dataset under the scratch location."""
-        return f"{self.uri.rstrip('/')}/{name}.lance"
+        """The URI of table `name`'s dataset, as lance_ray reads and writes it."""
+        return f"{self.database}/{name}.lance"
 
     @property
     def options(self) -> dict[str, str] | None:
@@ -155,20 +163,18 @@ class RaySession:
         import lance_ray
         import pyarrow as pa
 
-        work, vectors = (
-            self.scratch.dataset(f"{name}-work"),
-            self.scratch.dataset(f"{name}-vectors"),
-        )
-        options = self.scratch.options
+        work, vectors = f"{name}-work", f"{name}-vectors"
+        database, options = self.scratch.database, self.scratch.options
         try:
             with _quiet(), _job_errors(name):
-                for uri in (work, vectors):  # a crashed run's
-                    drop_dataset(uri, options)
+                for table_name in (work, vectors):  # a crashed run's
+                    drop_scratch_table(database, options, table_name)
                 table = pa.table({"embed_key": list(keys), "text": list(texts)})
-                write_dataset(table, work, options)
+                write_scratch_table(database, options, work, table)
                 cpus = int(ray.cluster_resources().get("CPU", 1))
                 actors = self.cluster.workers or max(1, cpus - 1)
-                rows = lance_ray.read_lance(work, storage_options=options).map_batches(
+                work_uri = self.scratch.dataset(work)
+                rows = lance_ray.read_lance(work_uri, storage_options=options).map_batches(
                     EmbedTexts,
                     fn_constructor_args=(encoder,),
                     batch_format="pyarrow",
@@ -176,12 +182,12 @@ class RaySession:
                     compute=ray.data.ActorPoolStrategy(min_size=1, max_size=actors),
                     num_cpus=1,
                 )
-                lance_ray.write_lance(rows, vectors, storage_options=options)
-            yield from _read_back(vectors, options, set(keys))
+                lance_ray.write_lance(rows, self.scratch.dataset(vectors), storage_options=options)
+            yield from _read_back(self.scratch, vectors, set(keys))
         finally:
             with _quiet(), _job_errors(name):
-                for uri in (work, vectors):
-                    drop_dataset(uri, options)
+                for table_name in (work, vectors):
+                    drop_scratch_table(database, options, table_name)
             _remove_if_empty(self.scratch.uri)
 
     def _session(self) -> Any:
@@ -225,13 +231,17 @@ class EmbedTexts:
 
 
 def _read_back(
-    uri: str, options: dict[str, str] | None, expected: set[str]
+    scratch: Scratch, name: str, expected: set[str]
 ) -> Iterator[tuple[list[str], Matrix]]:
     """The job's rows in batches; RagdError once a key comes back twice, unasked, or not."""
     seen: set[str] = set()
-    with _job_errors("read back"):
-        batches = dataset_batches(uri, options, ["embed_key", "vector"], BATCH_ROWS)
-    for batch in batches:
+    columns = ["embed_key", "vector"]
+    batches = scratch_batches(scratch.database, scratch.options, name, columns, BATCH_ROWS)
+    while True:
+        with _job_errors("read back"):
+            batch = next(batches, None)
+        if batch is None:
+            break
         keys = [str(key) for key in batch.column("embed_key").to_pylist()]
         column = batch.column("vector")
         dim = column.type.list_size

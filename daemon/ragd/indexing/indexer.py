@@ -215,8 +215,6 @@ class Indexer:
         self._pass.report.unchanged += len(same_stat)
         if progress is not None:
             progress(len(same_stat))
-        if todo:  # the first write imports its vector library: start while files are prepared
-            self.stores.prepare_vectors()
         ready = prepare_in_order(
             [self._to_prepare(source, entry, is_known, full=full) for entry, is_known in todo],
             self.pipeline,

@@ -117,14 +117,10 @@ class Runtime:
         second = self.second_stage
         return None if second is None else second_stage_table(second.identity)
 
-    def writer_stores(self, *, beside_searches: bool = False) -> WriterStores:
-        """The one writer's handles on the stores (the caller holds the writer lock);
-        `beside_searches` when this process also searches them (the daemon)."""
+    def writer_stores(self) -> WriterStores:
+        """The one writer's handles on the stores (the caller holds the writer lock)."""
         return WriterStores(
-            self.data_dir,
-            keyword_rows=manifest_keyword_rows,
-            second_table=self.second_table,
-            beside_searches=beside_searches,
+            self.data_dir, keyword_rows=manifest_keyword_rows, second_table=self.second_table
         )
 
     @contextmanager

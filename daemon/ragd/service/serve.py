@@ -167,7 +167,7 @@ class Daemon:
         if self.runtime.second_stage is not None:
             self.runtime.second_stage.load()
         self.runtime.embedder.embed([])  # an empty call embeds nothing
-        stores = self.runtime.writer_stores(beside_searches=True)
+        stores = self.runtime.writer_stores()
         self._resources.callback(stores.close)
         # Open both search stores now, so readers find them.
         stores.vectors(self.runtime.embedder.dim)

@@ -20,7 +20,7 @@ from ragd.errors import LockedError
 from ragd.stores.keywords import KeywordRow, KeywordStore
 from ragd.stores.manifest import Manifest
 from ragd.stores.manifest_reader import ManifestReader
-from ragd.stores.vectors import VectorStore, prepare_in_background
+from ragd.stores.vectors import VectorStore
 
 KeywordRebuild = Callable[[ManifestReader], Iterable[KeywordRow]]
 """Every chunk the manifest lists as the keyword store indexes it, for a rebuild."""
@@ -106,8 +106,6 @@ class WriterStores:
     (how a chunk's indexed text is made is the indexer's business, not the stores');
     without it such an index is a StoreError. `second_table` names the second stage's
     vector table (ragd.stores.vectors.second_stage_table); None when it is off.
-    `beside_searches`: this process also searches the stores (the daemon), which decides
-    what the vector tables are written through (ragd.stores.vectors).
     """
 
     def __init__(
@@ -116,11 +114,9 @@ class WriterStores:
         *,
         keyword_rows: KeywordRebuild | None = None,
         second_table: str | None = None,
-        beside_searches: bool = False,
     ) -> None:
         self.paths = data_dir
         self.second_table = second_table
-        self.beside_searches = beside_searches
         self._keyword_rows = keyword_rows
         local_vectors = data_dir.lancedb
         orphaned = not data_dir.manifest.exists() and (
@@ -142,9 +138,7 @@ class WriterStores:
         also drops the tables of second-stage models no longer configured (or of all, with
         the second stage off): their rows are derived, and nothing keeps them current."""
         if self._vectors is None:
-            self._vectors = VectorStore.open(
-                self.paths.lancedb, dim, beside_searches=self.beside_searches
-            )
+            self._vectors = VectorStore.open(self.paths.lancedb, dim)
             self.drop_unused_second_stage_tables()
         return self._vectors
 
@@ -157,18 +151,12 @@ class WriterStores:
             directory, name = self.paths.lancedb, self.second_table
             if dim is None and name not in VectorStore.tables(directory):
                 return None
-            beside = self.beside_searches
             self._second = (
-                VectorStore.open(directory, dim, name=name, beside_searches=beside)
+                VectorStore.open(directory, dim, name=name)
                 if dim is not None
-                else VectorStore.open_existing(directory, name=name, beside_searches=beside)
+                else VectorStore.open_existing(directory, name=name)
             )
         return self._second
-
-    def prepare_vectors(self) -> None:
-        """Start importing what the vector tables are written through, on a thread, for a
-        pass about to write and waiting meanwhile."""
-        prepare_in_background(self.paths.lancedb, beside_searches=self.beside_searches)
 
     def vector_versions(self, dim: int) -> dict[str, int]:
         """The version of each vector table this writer has, by table name: what a

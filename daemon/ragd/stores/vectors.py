@@ -8,12 +8,8 @@ starts a new table, so no reader ever finds one model's vectors under another's 
 only what a vector search needs; chunk texts and metadata live in the manifest, the source
 of truth, so everything here can be rebuilt. One writer process at a time (the data-dir lock
 ensures it); readers in other processes open read-only and `refresh()` to see newer commits.
-Readers go through `ragd.adapters.lancedb`, which imports lancedb on first use: commands
-that never touch vectors don't pay for it. A writer in a process that only writes (`ragd
-index`) commits to a local directory through `ragd.adapters.pylance` (lance: the same
-format, a third of the import), and lancedb is imported only for what lance is not asked
-to do: building the vector index, compacting. The daemon's writer commits through lancedb,
-which its readers have loaded anyway.
+Readers and writers go through `ragd.adapters.lancedb`, which imports lancedb on first
+use: commands that never touch vectors don't pay for it.
 """
 
 from __future__ import annotations
@@ -23,13 +19,11 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from ragd.adapters import lancedb, pylance
 from ragd.adapters.lancedb import (
     TABLE,
     IvfSqIndex,
@@ -40,7 +34,6 @@ from ragd.adapters.lancedb import (
     sql_in,
     vector_tables,
 )
-from ragd.adapters.pylance import DatasetTable, dataset_tables, open_dataset_table
 from ragd.errors import StoreError
 
 # Ids per `IN (...)` list in a delete. LanceDB parses the filter as SQL; a few hundred literals
@@ -115,41 +108,13 @@ def checked_matrix(rows: Sequence[VectorRow], dim: int) -> npt.NDArray[np.float3
     return matrix
 
 
-def _through_lance(directory: VectorLocation, beside_searches: bool) -> bool:
-    """Whether a writer commits through lance rather than lancedb: in a process that only
-    writes, where lance's writes were tested to agree with lancedb's. A process that also
-    searches has lancedb loaded for that, and lance's engine beside it would add ~33 MiB
-    (`ragd serve` at 125k chunks)."""
-    return not beside_searches and pylance.writes_supported(directory)
-
-
-def prepare_in_background(directory: VectorLocation, *, beside_searches: bool = False) -> None:
-    """Start importing what a writer of `directory` writes with, on a thread, for a writer
-    that will open the store soon and waits meanwhile (a big pass waits for its workers'
-    first documents about as long)."""
-    if _through_lance(directory, beside_searches):
-        pylance.start_in_background()
-    else:
-        lancedb.start_in_background()
-
-
-def _open_writer(
-    directory: VectorLocation, name: str, create_dim: int | None, beside_searches: bool
-) -> VectorTable | DatasetTable | None:
-    """A writer's handle on table `name` (`_through_lance`). None if missing and not
-    created."""
-    if _through_lance(directory, beside_searches) and isinstance(directory, Path):
-        return open_dataset_table(directory, name, create_dim=create_dim)
-    return open_vector_table(directory, table_name=name, create_dim=create_dim)
-
-
 class VectorStore:
     """The LanceDB table of chunk vectors; build with `open` (writer) or `open_readonly`."""
 
     def __init__(
         self,
         directory: VectorLocation,
-        table: VectorTable | DatasetTable | None,
+        table: VectorTable | None,
         *,
         writable: bool,
         hold_ids: bool,
@@ -175,16 +140,14 @@ class VectorStore:
         dim: int,
         *,
         name: str = FIRST_STAGE,
-        beside_searches: bool = False,
     ) -> VectorStore:
         """Open table `name` for writing, creating the directory and table if missing.
-        `beside_searches`: this process also searches the tables (`_through_lance`).
 
         Raises StoreError if the table holds vectors of another dimension (the model changed).
         """
         if dim <= 0:
             raise ValueError(f"vector dimension must be positive, got {dim}")
-        table = _open_writer(directory, name, dim, beside_searches)
+        table = open_vector_table(directory, table_name=name, create_dim=dim)
         assert table is not None  # created when missing
         if table.dim != dim:
             raise StoreError(
@@ -195,11 +158,9 @@ class VectorStore:
         return cls(directory, table, writable=True, hold_ids=False, name=name)
 
     @classmethod
-    def open_existing(
-        cls, directory: VectorLocation, *, name: str, beside_searches: bool = False
-    ) -> VectorStore:
+    def open_existing(cls, directory: VectorLocation, *, name: str) -> VectorStore:
         """Open an existing table for writing, whatever its width; StoreError if missing."""
-        table = _open_writer(directory, name, None, beside_searches)
+        table = open_vector_table(directory, table_name=name)
         if table is None:
             raise StoreError(f"the LanceDB store at {directory} has no table {name!r}")
         return cls(directory, table, writable=True, hold_ids=False, name=name)
@@ -207,8 +168,6 @@ class VectorStore:
     @staticmethod
     def tables(directory: VectorLocation) -> list[str]:
         """The names of the tables under `directory`."""
-        if pylance.writes_supported(directory):
-            return dataset_tables(directory)
         return vector_tables(directory)
 
     @staticmethod
@@ -272,7 +231,7 @@ class VectorStore:
         """The vector width, once a table exists."""
         return None if self._rows is None else self._rows.dim
 
-    def _writer_table(self) -> VectorTable | DatasetTable:
+    def _writer_table(self) -> VectorTable:
         if not self._writable or self._rows is None:
             raise StoreError(f"the LanceDB store at {self._directory} was opened read-only")
         return self._rows
