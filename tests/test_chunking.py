@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import re
-import time
 
 import pytest
 
@@ -167,10 +166,9 @@ def test_long_list_is_split_between_items() -> None:
         assert chunk.text.split("\n")[-1].startswith("* Item")
 
 
-def test_giant_word_is_hard_cut_quickly() -> None:
-    started = time.perf_counter()
+@pytest.mark.timeout(120)  # linear: seconds, loaded; quadratic: far past this
+def test_giant_word_is_hard_cut_in_linear_time() -> None:
     chunks = chunks_of(Block("a" * 10_000_000))
-    assert time.perf_counter() - started < 5
     assert all(len(c.text) <= SETTINGS.max_chars for c in chunks)
     assert sum(len(c.text) for c in chunks) == 10_000_000
 

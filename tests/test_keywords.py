@@ -5,7 +5,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -225,13 +224,12 @@ HOSTILE_QUERIES = {
 
 
 @pytest.mark.parametrize("query", HOSTILE_QUERIES.values(), ids=HOSTILE_QUERIES.keys())
-def test_hostile_query_returns_normally_and_quickly(store: KeywordStore, query: str) -> None:
+def test_hostile_query_returns_normally(store: KeywordStore, query: str) -> None:
+    # What bounds its cost is the cap on terms (test_query_terms_are_..._capped).
     store.replace_documents(["d"], make_rows("d", ["foo text", "bar x", "a b c"]))
 
-    started = time.perf_counter()
     hits = store.search(query, 10)
 
-    assert time.perf_counter() - started < 1.0
     assert all(chunk_id.startswith("d#") for chunk_id, _ in hits)
 
 

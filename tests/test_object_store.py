@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import socket
-import time
 from pathlib import Path
 
 import pytest
@@ -187,7 +186,8 @@ def test_delete_of_an_already_missing_name_is_fine(store: ObjectStore) -> None:
     assert store.get_bytes("kept") == b"x"
 
 
-def test_an_unreachable_endpoint_is_a_store_error_in_bounded_time() -> None:
+def test_an_unreachable_endpoint_is_a_store_error() -> None:
+    # The client's timeouts bound it (s3_options, tested above); a hang fails the test's timeout.
     environ = {
         "AWS_ENDPOINT_URL": f"http://127.0.0.1:{_closed_port()}",
         "AWS_ALLOW_HTTP": "true",
@@ -196,9 +196,6 @@ def test_an_unreachable_endpoint_is_a_store_error_in_bounded_time() -> None:
         "AWS_REGION": REGION,
     }
     unreachable = ObjectStore(ObjectLocation("s3://ragd-tests/nowhere"), environ)
-    started = time.monotonic()
 
     with pytest.raises(StoreError, match="s3://ragd-tests/nowhere/LATEST"):
         unreachable.get_bytes("LATEST")
-
-    assert time.monotonic() - started < 30

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-import time
 
 import pytest
 
@@ -112,26 +111,26 @@ def test_garbage_never_raises() -> None:
         assert all(b.text.strip() for s in doc.sections for b in s.blocks)
 
 
-def test_hundred_thousand_nested_divs_parse_fast() -> None:
-    started = time.perf_counter()
+@pytest.mark.timeout(120)  # linear: seconds, loaded; quadratic: far past this
+def test_hundred_thousand_nested_divs_parse_in_linear_time() -> None:
     doc = parse("<div>" * 100_000 + "deep text" + "</div>" * 100_000)
-    assert time.perf_counter() - started < 5
     assert all_text(doc) == "deep text"
 
 
-def test_hundred_thousand_headings_parse_fast() -> None:
-    started = time.perf_counter()
+@pytest.mark.timeout(120)  # linear: seconds, loaded; quadratic: far past this
+def test_hundred_thousand_headings_parse_in_linear_time() -> None:
     doc = parse("".join(f"<h{i % 6 + 1}>H{i}</h{i % 6 + 1}>" for i in range(100_000)) + "end")
-    assert time.perf_counter() - started < 5
     assert doc.sections[-1].heading_path[-1] == "H99999"
 
 
+@pytest.mark.timeout(60)  # linear: a second, loaded; quadratic: far past this
 @pytest.mark.parametrize("unit", ["<a ", "</", "<!--", "<!", "<a b='", "<?", "<![CDATA[", "<p"])
 def test_unterminated_markup_parses_in_linear_time(unit: str) -> None:
     # CPython 3.11's parser alone takes minutes on 100 kB of "<a ".
-    started = time.perf_counter()
-    parse(unit * (100_000 // len(unit)))
-    assert time.perf_counter() - started < 5
+    source = unit * (100_000 // len(unit))
+
+    # Kept as the text it is, but an unterminated comment, which hides what follows.
+    assert all_text(parse(source)) == ("" if unit == "<!--" else source.strip())
 
 
 def test_unclosed_comment_hides_the_rest_like_a_browser() -> None:

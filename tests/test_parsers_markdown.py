@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -154,17 +153,15 @@ def test_gold_headings_are_found_as_a_reader_sees_them() -> None:
             assert gold["heading"] in headings | {doc.title}, gold
 
 
-def test_pathological_brackets_parse_fast() -> None:
-    started = time.perf_counter()
+@pytest.mark.timeout(120)  # linear: seconds, loaded; quadratic: far past this
+def test_pathological_brackets_parse_in_linear_time() -> None:
     doc = parse("[" * 200_000)
-    assert time.perf_counter() - started < 5
     assert len(doc.sections[0].blocks[0].text) == 200_000
 
 
-def test_ten_megabyte_line_parses_fast() -> None:
-    started = time.perf_counter()
+@pytest.mark.timeout(120)  # linear: seconds, loaded; quadratic: far past this
+def test_ten_megabyte_line_parses_in_linear_time() -> None:
     doc = parse("word " * 2_000_000)
-    assert time.perf_counter() - started < 5
     assert sum(len(b.text) for b in doc.sections[0].blocks) == 10_000_000 - 1
 
 

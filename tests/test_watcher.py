@@ -259,12 +259,10 @@ def test_a_file_closed_after_writing_is_emitted_without_waiting_to_settle(
     root: Path, recorder: Recorder, start_watcher: Any
 ) -> None:
     start_watcher(root, settle=30.0, ceiling=30.0)
-    began = time.monotonic()
 
     (root / "a.md").write_text("done")
-    recorder.wait_change("a.md", timeout=5.0)
 
-    assert time.monotonic() - began < 1.0
+    recorder.wait_change("a.md", timeout=10.0)  # a third of the settle period
     assert recorder.changes() == [Change("docs", "a.md", is_dir=False)]
 
 
@@ -274,12 +272,10 @@ def test_a_file_renamed_into_place_is_emitted_without_waiting_to_settle(
     temp = root / ".a.md.tmp"
     temp.write_text("done")
     start_watcher(root, settle=30.0, ceiling=30.0)
-    began = time.monotonic()
 
     os.replace(temp, root / "a.md")
-    recorder.wait_change("a.md", timeout=5.0)
 
-    assert time.monotonic() - began < 1.0
+    recorder.wait_change("a.md", timeout=10.0)  # a third of the settle period
     assert recorder.changes() == [Change("docs", "a.md", is_dir=False)]
 
 
@@ -347,12 +343,12 @@ def test_continuous_writer_is_emitted_before_it_stops(
     start_watcher(root, settle=0.1, ceiling=0.5)
     seen_while_writing = False
 
-    end = time.monotonic() + 2.0
+    end = time.monotonic() + 20 * 0.5  # twenty ceilings
     with (root / "log.md").open("a") as log:  # held open: never final, so it settles
-        while time.monotonic() < end:
+        while not seen_while_writing and time.monotonic() < end:
             log.write("tick\n")
             log.flush()
-            seen_while_writing = seen_while_writing or recorder.count("log.md") > 0
+            seen_while_writing = recorder.count("log.md") > 0
             time.sleep(0.05)
 
     assert seen_while_writing
@@ -600,7 +596,8 @@ def test_names_that_are_not_utf8_yield_no_change_and_leave_the_rest_of_the_batch
 def test_stop_flushes_pending_changes_and_is_idempotent(
     root: Path, recorder: Recorder, start_watcher: Any
 ) -> None:
-    watcher = start_watcher(root, settle=30.0, ceiling=30.0)
+    # Waiting out an hour's settle period, stop would fail on the test's timeout.
+    watcher = start_watcher(root, settle=3600.0, ceiling=3600.0)
     with (root / "a.md").open("w") as still_open:  # created, not closed: not final
         still_open.write("x")
         still_open.flush()
@@ -608,11 +605,9 @@ def test_stop_flushes_pending_changes_and_is_idempotent(
         time.sleep(0.3)
         assert recorder.changes() == []
 
-        began = time.monotonic()
         watcher.stop()
         watcher.stop()
 
-    assert time.monotonic() - began < 2.0
     assert recorder.batches == [[Change("docs", "a.md", is_dir=False)]]
     assert not watcher.health().watching
 

@@ -2,6 +2,10 @@
 about the process (its exit on a crash, a signal, a file it may not read), else in this
 process, through the same entry point the console script calls.
 
+Every test in this directory is a whole-process test: the hook below marks it `system`
+(`-m "not system"` runs the unit tests alone) and gives it SYSTEM_TIMEOUT unless it sets
+its own `timeout` mark, so a test added here is marked and bounded as the others are.
+
 A new interpreter costs ~3 s of CPU on this machine before ragd runs a line (importing
 LanceDB alone takes ~1.7 s), so a test that runs ten commands in-process saves half a
 minute; what the commands do to the stores on disk is the same.
@@ -26,6 +30,22 @@ from ragd.cli import main
 from tests.conftest import FASTAPI_DOCS, write_config
 
 Ragd = Callable[..., subprocess.CompletedProcess[str]]
+
+INTEGRATION = Path(__file__).parent
+# Seconds per test, its fixtures' set-up and tear-down included: a daemon started, a corpus
+# indexed and a few commands take well under a minute on a loaded CI machine; a test that
+# needs longer says so with its own mark.
+SYSTEM_TIMEOUT = 120
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` selects by the marks added here
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if not item.path.is_relative_to(INTEGRATION):
+            continue
+        item.add_marker(pytest.mark.system)
+        if item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(SYSTEM_TIMEOUT))
 
 
 # Root reads any file, so a test about unreadable files drops the capabilities that

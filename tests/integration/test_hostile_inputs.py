@@ -1,15 +1,15 @@
 """Hostile inputs: a folder of pathological files and a flood of malformed queries.
 
 The folder half runs one real `ragd index` over a root that holds every hostile file beside
-a few normal pages, measuring the child's wall time and peak RSS, then checks each file's
+a few normal pages, measuring the child's peak RSS, then checks each file's
 outcome in `ragd status --json` and `ragd query --json`: indexed, or failed with a reason,
 or (FIFOs, sockets, symlinks) never a document at all. Races between listing and reading
 cannot be timed from outside the CLI, so those go through the library (FolderSource,
 Indexer with a fake embedder).
 
-The HTTP half throws hostile query bodies at a real `ragd serve`: each must be answered in
-under 500 ms with 200 and results or a 4xx JSON error, never a 5xx, and the daemon must
-stay healthy.
+The HTTP half throws hostile query bodies at a real `ragd serve`: each must be answered
+with 200 and results or a 4xx JSON error, never a 5xx, and the daemon must stay healthy.
+How long each takes is bench/hostile_queries.py's figure.
 """
 
 from __future__ import annotations
@@ -45,11 +45,11 @@ from tests.integration.daemon import Served
 TUTORIAL = FASTAPI_DOCS / "docs" / "en" / "docs" / "tutorial"
 NORMAL_PAGES = ("body.md", "first-steps.md", "query-params.md")
 
-INDEX_TIMEOUT_SECONDS = 300  # a hang is a failure, not a stuck test run
-INDEX_BUDGET_SECONDS = 60  # observed ~6 s; pathological inputs must stay linear
+# A hang (a FIFO opened, a quadratic parse) is a failure, not a stuck test run: the run
+# takes seconds.
+INDEX_TIMEOUT_SECONDS = 180
 MAX_RSS_BYTES = 1_500_000_000
 MAX_FILE_BYTES = 20_000_000  # daemon.max_file_bytes default
-REQUEST_BUDGET_SECONDS = 0.5
 MAX_QUERY_CHARS = 2000  # search.max_query_chars default
 
 SPARSE_BYTES = 200 * 1024 * 1024
@@ -78,12 +78,11 @@ UNREADABLE_WORD = "forbiddenword"
 
 @dataclass(frozen=True)
 class Measured:
-    """A finished child process: exit code, output, wall time and peak RSS."""
+    """A finished child process: exit code, output and peak RSS."""
 
     returncode: int
     stdout: str
     stderr: str
-    seconds: float
     max_rss_bytes: int
 
 
@@ -130,7 +129,6 @@ def run_measured(config: Path, *args: str, timeout: float, unreadable_as_root: b
                 process.wait()
                 raise AssertionError(f"ragd {' '.join(args)} still running after {timeout} s")
             time.sleep(0.02)
-        seconds = time.monotonic() - started
         process.returncode = os.waitstatus_to_exitcode(wait_status)
         out.seek(0)
         err.seek(0)
@@ -138,7 +136,6 @@ def run_measured(config: Path, *args: str, timeout: float, unreadable_as_root: b
             process.returncode,
             out.read().decode(errors="replace"),
             err.read().decode(errors="replace"),
-            seconds,
             usage.ru_maxrss * 1024,  # Linux reports kilobytes
         )
 
@@ -211,7 +208,6 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> HostileRun:
         unreadable_as_root=True,
     )
     assert index.returncode == 0, index.stderr
-    print(f"\nhostile index run: {index.seconds:.1f} s, peak RSS {index.max_rss_bytes >> 20} MiB")
     status = run_json(config, "status")
     return HostileRun(config, root, index, json.loads(index.stdout), status["sources"][0])
 
@@ -220,9 +216,8 @@ def _paths(hits: list[dict[str, Any]]) -> list[str]:
     return [hit["path"] for hit in hits]
 
 
-def test_the_hostile_folder_run_exits_0_within_the_time_budget(hostile: HostileRun) -> None:
+def test_the_hostile_folder_run_exits_0(hostile: HostileRun) -> None:
     assert hostile.index.returncode == 0
-    assert hostile.index.seconds < INDEX_BUDGET_SECONDS, hostile.index.seconds
     assert hostile.report["errors"] == []
     assert hostile.report["interrupted"] is False
 
@@ -336,7 +331,7 @@ def test_100000_headings_are_indexed_with_a_bounded_heading_path(hostile: Hostil
 def test_a_fifo_is_skipped_without_blocking_the_run(hostile: HostileRun) -> None:
     assert "fifo.md" not in hostile.failed
     assert "fifo.md" not in hostile.empty
-    assert hostile.index.seconds < INDEX_BUDGET_SECONDS
+    assert hostile.index.returncode == 0  # a blocking open would have hung it past its timeout
 
 
 def test_a_unix_socket_is_skipped(hostile: HostileRun) -> None:
@@ -515,31 +510,25 @@ def test_the_next_pass_forgets_a_file_that_vanished_while_being_read(
 class Answer:
     status: int
     body: Any
-    seconds: float
 
 
-LATENCIES: dict[str, float] = {}
-
-
-def _post_query(served: Served, body: bytes, label: str) -> Answer:
-    """POST raw bytes to /v1/query on a fresh connection; status, parsed body, wall time."""
+def _post_query(served: Served, body: bytes) -> Answer:
+    """POST raw bytes to /v1/query on a fresh connection; status and parsed body. A
+    request the daemon hangs on fails on the connection's 30 s timeout."""
     connection = http.client.HTTPConnection("127.0.0.1", served.port, timeout=30)
     try:
-        started = time.perf_counter()
         connection.request(
             "POST", "/v1/query", body=body, headers={"Content-Type": "application/json"}
         )
         reply = connection.getresponse()
         raw = reply.read()
-        seconds = time.perf_counter() - started
     finally:
         connection.close()
-    LATENCIES[label] = max(seconds, LATENCIES.get(label, 0.0))
     try:
         parsed = json.loads(raw)
     except ValueError:
         parsed = raw
-    return Answer(reply.status, parsed, seconds)
+    return Answer(reply.status, parsed)
 
 
 def _healthy(served: Served) -> bool:
@@ -548,9 +537,8 @@ def _healthy(served: Served) -> bool:
 
 
 def _answered(served: Served, answer: Answer) -> None:
-    """200 with results or a 4xx JSON error, in time, and the daemon still healthy."""
+    """200 with results or a 4xx JSON error, and the daemon still healthy."""
     assert answer.status < 500, answer.body
-    assert answer.seconds < REQUEST_BUDGET_SECONDS, answer.seconds
     assert isinstance(answer.body, dict), answer.body
     if answer.status == 200:
         assert isinstance(answer.body["results"], list)
@@ -560,14 +548,14 @@ def _answered(served: Served, answer: Answer) -> None:
     assert _healthy(served)
 
 
-def _ask(served: Served, label: str, payload: object) -> Answer:
-    answer = _post_query(served, json.dumps(payload).encode(), label)
+def _ask(served: Served, payload: object) -> Answer:
+    answer = _post_query(served, json.dumps(payload).encode())
     _answered(served, answer)
     return answer
 
 
-def _bm25_ids(served: Served, label: str, text: str) -> list[str]:
-    answer = _ask(served, label, {"query": text, "mode": "bm25", "k": 50})
+def _bm25_ids(served: Served, text: str) -> list[str]:
+    answer = _ask(served, {"query": text, "mode": "bm25", "k": 50})
     assert answer.status == 200, answer.body
     return [hit["chunk_id"] for hit in answer.body["results"]]
 
@@ -595,19 +583,17 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         daemon.query("quokka guide", mode="hybrid")
     yield daemon
     daemon.stop()
-    slowest = sorted(LATENCIES.items(), key=lambda item: -item[1])[:5]
-    print("\nslowest hostile queries:", ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in slowest))
 
 
 def test_a_100_kb_query_is_refused_with_400(served: Served) -> None:
-    answer = _ask(served, "100 KB query", {"query": "quokka " * 15_000})
+    answer = _ask(served, {"query": "quokka " * 15_000})
 
     assert answer.status == 400
     assert str(MAX_QUERY_CHARS) in answer.body["error"]
 
 
 def test_a_query_one_character_over_the_limit_is_400(served: Served) -> None:
-    answer = _ask(served, "limit + 1", {"query": "q" * (MAX_QUERY_CHARS + 1)})
+    answer = _ask(served, {"query": "q" * (MAX_QUERY_CHARS + 1)})
 
     assert answer.status == 400
 
@@ -615,14 +601,14 @@ def test_a_query_one_character_over_the_limit_is_400(served: Served) -> None:
 def test_a_query_at_the_limit_is_answered(served: Served) -> None:
     text = ("quokka " * MAX_QUERY_CHARS)[:MAX_QUERY_CHARS]
 
-    answer = _ask(served, "limit", {"query": text})
+    answer = _ask(served, {"query": text})
 
     assert answer.status == 200
     assert answer.body["results"]
 
 
 def test_5000_nested_parentheses_are_refused_as_too_long(served: Served) -> None:
-    answer = _ask(served, "5000 parens", {"query": "(" * 5000 + "quokka" + ")" * 5000})
+    answer = _ask(served, {"query": "(" * 5000 + "quokka" + ")" * 5000})
 
     assert answer.status == 400
 
@@ -631,33 +617,33 @@ def test_nested_parentheses_within_the_limit_are_just_words(served: Served) -> N
     depth = (MAX_QUERY_CHARS - len("quokka")) // 2
     nested = "(" * depth + "quokka" + ")" * depth
 
-    assert _bm25_ids(served, "parens at limit", nested) == _bm25_ids(served, "plain", "quokka")
-    assert _bm25_ids(served, "plain", "quokka")
+    assert _bm25_ids(served, nested) == _bm25_ids(served, "quokka")
+    assert _bm25_ids(served, "quokka")
 
 
 @pytest.mark.parametrize("text", ["chunk_id:*", "doc_id:*", "chunk_id:[* TO *]", "doc_id:docs*"])
 def test_field_syntax_targets_no_field(served: Served, text: str) -> None:
     # Passed to Tantivy's parser, each of these would return every chunk.
-    assert _bm25_ids(served, "field syntax", text) == []
+    assert _bm25_ids(served, text) == []
 
 
 def test_a_field_prefix_is_searched_as_a_word(served: Served) -> None:
-    as_field = _bm25_ids(served, "field prefix", "text:quokka")
+    as_field = _bm25_ids(served, "text:quokka")
 
-    assert as_field == _bm25_ids(served, "field words", "text quokka")
+    assert as_field == _bm25_ids(served, "text quokka")
     assert as_field
 
 
 def test_a_regex_flood_matches_nothing_by_bm25(served: Served) -> None:
     text = ("/.*/ " * MAX_QUERY_CHARS)[:MAX_QUERY_CHARS]
 
-    assert _bm25_ids(served, "regex flood bm25", text) == []
+    assert _bm25_ids(served, text) == []
 
 
 def test_a_regex_flood_is_answered_in_hybrid_mode(served: Served) -> None:
     text = ("/.*/ " * MAX_QUERY_CHARS)[:MAX_QUERY_CHARS]
 
-    answer = _ask(served, "regex flood hybrid", {"query": text, "mode": "hybrid"})
+    answer = _ask(served, {"query": text, "mode": "hybrid"})
 
     assert answer.status in (200, 400)
 
@@ -665,24 +651,24 @@ def test_a_regex_flood_is_answered_in_hybrid_mode(served: Served) -> None:
 def test_a_wildcard_flood_is_answered(served: Served) -> None:
     text = ("a* b* c* " * 1000)[:MAX_QUERY_CHARS]
 
-    answer = _ask(served, "wildcard flood", {"query": text})
+    answer = _ask(served, {"query": text})
 
     assert answer.status in (200, 400)
 
 
 def test_a_wildcard_does_not_expand(served: Served) -> None:
-    assert _bm25_ids(served, "wildcard", "quok* wom*") == []
+    assert _bm25_ids(served, "quok* wom*") == []
 
 
 def test_an_escaped_nul_inside_the_query_is_a_word_separator(served: Served) -> None:
-    with_nul = _bm25_ids(served, "escaped NUL", "quokka\u0000guide\u0000")
+    with_nul = _bm25_ids(served, "quokka\u0000guide\u0000")
 
-    assert with_nul == _bm25_ids(served, "no NUL", "quokka guide")
+    assert with_nul == _bm25_ids(served, "quokka guide")
     assert with_nul
 
 
 def test_a_raw_nul_byte_inside_the_json_string_is_400(served: Served) -> None:
-    answer = _post_query(served, b'{"query": "quokka\x00guide"}', "raw NUL")
+    answer = _post_query(served, b'{"query": "quokka\x00guide"}')
 
     _answered(served, answer)
     assert answer.status == 400
@@ -690,13 +676,13 @@ def test_a_raw_nul_byte_inside_the_json_string_is_400(served: Served) -> None:
 
 def test_a_lone_surrogate_in_the_query_is_not_a_server_error(served: Served) -> None:
     # Valid JSON, but not encodable as UTF-8 once decoded.
-    answer = _post_query(served, b'{"query": "quokka \\ud800 guide"}', "lone surrogate")
+    answer = _post_query(served, b'{"query": "quokka \\ud800 guide"}')
 
     _answered(served, answer)
 
 
 def test_a_body_of_invalid_utf8_is_400(served: Served) -> None:
-    answer = _post_query(served, b'{"query": "quokka \xff\xfe guide"}', "invalid UTF-8")
+    answer = _post_query(served, b'{"query": "quokka \xff\xfe guide"}')
 
     _answered(served, answer)
     assert answer.status == 400
@@ -712,7 +698,7 @@ def test_a_body_of_invalid_utf8_is_400(served: Served) -> None:
     ids=["array", "object", "in-query"],
 )
 def test_json_nested_100000_levels_deep_is_400(served: Served, body: bytes) -> None:
-    answer = _post_query(served, body, "deep JSON")
+    answer = _post_query(served, body)
 
     _answered(served, answer)
     assert answer.status == 400
@@ -723,7 +709,7 @@ def test_json_nested_100000_levels_deep_is_400(served: Served, body: bytes) -> N
     [b"[]", b'["quokka"]', b'"quokka"', b"42", b"null", b"true", b"", b"{", b"quokka"],
 )
 def test_a_body_that_is_not_a_json_object_is_400(served: Served, body: bytes) -> None:
-    answer = _post_query(served, body, "not an object")
+    answer = _post_query(served, body)
 
     _answered(served, answer)
     assert answer.status == 400
@@ -758,7 +744,7 @@ def test_a_body_that_is_not_a_json_object_is_400(served: Served, body: bytes) ->
     ids=repr,
 )
 def test_wrong_field_types_are_400(served: Served, fields: dict[str, object]) -> None:
-    answer = _ask(served, "wrong types", {"query": "quokka", **fields})
+    answer = _ask(served, {"query": "quokka", **fields})
 
     assert answer.status == 400
 
@@ -774,4 +760,3 @@ def test_the_daemon_is_the_same_healthy_process_after_the_hostile_queries(
     assert _healthy(served)
     assert pid == served.process.pid
     assert hits["results"][0]["path"] == "guide.md"
-    assert all(seconds < REQUEST_BUDGET_SECONDS for seconds in LATENCIES.values()), LATENCIES

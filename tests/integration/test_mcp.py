@@ -181,40 +181,39 @@ def test_streamable_http_serves_the_same_tools_and_hits(served: Served) -> None:
     assert status.structured_content["sources"][0]["documents"] == 12
 
 
-async def _seconds_until_found(session: ClientSession, page: Path, word: str) -> float:
-    """Append a paragraph with `word` to `page`; seconds until the session's search finds it."""
+async def _found_after_an_edit(session: ClientSession, page: Path, word: str) -> str:
+    """Append a paragraph with `word` to `page` and search through the session, opened
+    before the edit, until it finds it (30 s at most); the hit's text."""
     await call(session, "search", query="warm up", k=1)
     page.write_text(page.read_text() + f"\n\nThe {word} paragraph, written just now.\n")
-    started = time.monotonic()
-    while time.monotonic() - started < 10:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
         hits = await call(session, "search", query=f"{word} paragraph", k=1)
         found = hits.structured_content["hits"]
         if found and word in found[0]["text"]:
-            return time.monotonic() - started
+            return str(found[0]["text"])
         await asyncio.sleep(0.05)
     raise AssertionError(f"the edit with {word!r} never reached the session")
 
 
-def test_an_edit_reaches_an_open_http_session_within_two_seconds(served: Served) -> None:
+def test_an_edit_reaches_an_open_http_session(served: Served) -> None:
     page = sorted((served.workdir / "docs").glob("*.md"))[0]
 
-    async def session_work() -> float:
+    async def session_work() -> str:
         async with http_session(served.port) as session:
-            return await _seconds_until_found(session, page, "okapi")
+            return await _found_after_an_edit(session, page, "okapi")
 
-    assert run(session_work) < 2.0
+    assert "The okapi paragraph" in run(session_work)
 
 
-def test_a_stdio_session_beside_the_daemon_sees_its_commits_within_two_seconds(
-    served: Served,
-) -> None:
+def test_a_stdio_session_beside_the_daemon_sees_its_commits(served: Served) -> None:
     page = sorted((served.workdir / "docs").glob("*.md"))[1]
 
-    async def session_work() -> float:
+    async def session_work() -> str:
         async with stdio_session(served.config) as session:
-            return await _seconds_until_found(session, page, "tapir")
+            return await _found_after_an_edit(session, page, "tapir")
 
-    assert run(session_work) < 2.0
+    assert "The tapir paragraph" in run(session_work)
 
 
 @pytest.mark.parametrize(

