@@ -1,8 +1,5 @@
-"""Duration syntax of the configuration: "500ms", "90m", "1h30m", "7d", "2w", or bare seconds.
-
-Owns only the syntax (text or number to `timedelta`, and back): which settings are
-durations, and the messages naming them, are `ragd.config`'s. Imports nothing from ragd.
-"""
+"""Duration syntax of the configuration: "500ms", "90m", "1h30m", "7d", "2w", or bare
+seconds, to `timedelta` and back. Which settings are durations is the schema's."""
 
 import math
 import re
@@ -24,12 +21,9 @@ _WHOLE_RE = re.compile(rf"(?:{_PART}\s*)+", re.ASCII)
 class DurationError(ValueError):
     """A value is not a positive duration; `problem` says why, `hint` how to write one."""
 
-    def __init__(
-        self, problem: str, *, hint: str | None = DURATION_HINT, wrong_type: bool = False
-    ) -> None:
+    def __init__(self, problem: str, *, hint: str | None = DURATION_HINT) -> None:
         super().__init__(problem)
         self.problem, self.hint = problem, hint
-        self.wrong_type = wrong_type  # neither text nor a number, as opposed to a bad value
 
 
 def duration_from(value: object) -> timedelta:
@@ -38,7 +32,7 @@ def duration_from(value: object) -> timedelta:
     else, including zero, negative and non-finite values."""
     # bool is a subclass of int; `true` is never a duration.
     if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise DurationError("expected a duration string or a number of seconds", wrong_type=True)
+        raise DurationError("expected a duration string or a number of seconds")
     if isinstance(value, float) and not math.isfinite(value):
         raise DurationError("must be a finite number of seconds")
     text = value.strip() if isinstance(value, str) else str(value)

@@ -1,10 +1,10 @@
 """Reading config.toml (or a string of TOML) into a `Config`, and environment overrides.
 
-A ConfigError is one line naming the file (or environment variable), the dotted key
-(`chunking.max_chars`, `sources[1].name`, `sources.docs.include`), what is wrong and the
-offending value. A model given as a path must be a directory that exists (a missing one
-is a mistake in the setting, not a download to retry). Secrets are not read here (only
-where they live), nor whether folder roots exist (a scan-time error).
+A ConfigError is one line: the file (or environment variable), the dotted key
+(`chunking.max_chars`, `sources[1].name`, `sources.docs.include`), what is wrong, the
+value, and a hint where one helps. A model given as a path must be a directory that exists
+(a missing one is a mistake in the setting, not a download to retry). Secrets are not read
+here (only where they live), nor whether folder roots exist (a scan-time error).
 """
 
 import contextlib
@@ -15,26 +15,10 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, Final
 
+from ragd.config import settings as s
 from ragd.config.bounded_files import UnfitFile, read_bounded_file
-from ragd.config.durations import DurationError, duration_from
-from ragd.config.settings import (
-    DEFAULT_DATA_DIR,
-    DEFAULT_MODEL,
-    DEFAULT_RERANK_MODEL,
-    SECTIONS,
-    Config,
-)
 from ragd.config.sources import parse_sources
-from ragd.config.tables import (
-    Invalid,
-    check_keys,
-    fail,
-    fields_of,
-    read_table,
-    show,
-    value_of,
-    within,
-)
+from ragd.config.tables import check_keys, fail, fields_of, read_table, value_of, within
 from ragd.config.toml_document import read_toml
 from ragd.errors import ConfigError
 
@@ -63,7 +47,7 @@ def resolve_config_path(cli_value: str | None, environ: Mapping[str, str]) -> Pa
     return path.absolute()
 
 
-def load_config(path: Path, environ: Mapping[str, str] | None = None) -> Config:
+def load_config(path: Path, environ: Mapping[str, str] | None = None) -> s.Config:
     """Read and validate a config file; relative paths in it resolve against its directory."""
     path = Path(path).absolute()
     try:
@@ -88,21 +72,18 @@ def parse_config(
     base_dir: Path,
     origin: str = "config.toml",
     environ: Mapping[str, str] | None = None,
-) -> Config:
+) -> s.Config:
     """Validate TOML text; relative paths resolve against base_dir, errors name `origin`."""
     doc = read_toml(text, origin)
     base_dir = Path(base_dir).absolute()
     # A section key written above the first [section] header lands at the top level.
-    misplaced = {
-        k: f"{k!r} belongs in [{n}]" for n, cls in SECTIONS.items() for k in fields_of(cls)
-    }
-    check_keys(doc, (*SECTIONS, "sources"), within(origin, ""), misplaced)
+    misplaced = {k: f"{k!r} belongs in [{n}]" for n, c in s.SECTIONS.items() for k in fields_of(c)}
+    check_keys(doc, (*s.SECTIONS, "sources"), within(origin, ""), misplaced)
     sections: dict[str, Any] = {}
-    for name, cls in SECTIONS.items():
+    for name, cls in s.SECTIONS.items():
         if not isinstance(table := doc.get(name, {}), dict):
-            not_table = Invalid(f"expected a table ([{name}])", show_type=True)
-            raise fail(f"{origin}: {name}", not_table, table)
-        defaults = {"data_dir": DEFAULT_DATA_DIR} if name == "daemon" else {}
+            raise fail(f"{origin}: {name}", f"expected a table ([{name}])", table)
+        defaults = {"data_dir": s.DEFAULT_DATA_DIR} if name == "daemon" else {}
         sections[name] = read_table(cls, defaults | table, within(origin, name), base_dir)
     chunking = sections["chunking"]
     if chunking.overlap >= chunking.max_chars // 2:
@@ -112,17 +93,14 @@ def parse_config(
     max_age = sections["daemon"].default_max_age
     sources = parse_sources(origin, doc.get("sources"), base_dir, max_age)
     overrides = _apply_environment(sections, os.environ if environ is None else environ)
-    config = Config(path=None, sources=sources, env_overrides=overrides, **sections)
+    config = s.Config(path=None, sources=sources, env_overrides=overrides, **sections)
     _check_model_directories(config, origin)
     return config
 
 
 def parse_duration(value: object, *, key: str) -> timedelta:
     """A positive duration from "90m", "1h30m", "7d" or a number of seconds; errors name key."""
-    try:
-        return duration_from(value)
-    except DurationError as exc:
-        raise ConfigError(f"{key}: {exc.problem}, got {show(value)}", hint=exc.hint) from None
+    return value_of(s.Duration, value, key, Path.cwd)  # type: ignore[no-any-return]
 
 
 def _apply_environment(sections: dict[str, Any], environ: Mapping[str, str]) -> tuple[str, ...]:
@@ -133,7 +111,7 @@ def _apply_environment(sections: dict[str, Any], environ: Mapping[str, str]) -> 
             continue
         where = f"environment variable {variable} (overrides {name}.{key})"
         # Path.cwd only when asked: it fails if the cwd was deleted.
-        checked = value_of(fields_of(SECTIONS[name])[key], value, where, Path.cwd)
+        checked = value_of(fields_of(s.SECTIONS[name])[key], value, where, Path.cwd)
         sections[name] = replace(sections[name], **{key: checked})
         applied.append(variable)
     return tuple(applied)
@@ -142,13 +120,13 @@ def _apply_environment(sections: dict[str, Any], environ: Mapping[str, str]) -> 
 # What to do about a model path that is not a directory, per section.
 _MODEL_DIR_HINTS: Final = {
     "embedding": "copy a model2vec model directory there, or give a Hugging Face id such as "
-    f'"{DEFAULT_MODEL}", written without a leading "/", "./", "../" or "~"',
+    f'"{s.DEFAULT_MODEL}", written without a leading "/", "./", "../" or "~"',
     "rerank": "copy a directory holding model.onnx and tokenizer.json there, give a Hugging "
-    f'Face id such as "{DEFAULT_RERANK_MODEL}", or set [rerank] enabled = false',
+    f'Face id such as "{s.DEFAULT_RERANK_MODEL}", or set [rerank] enabled = false',
 }
 
 
-def _check_model_directories(config: Config, origin: str) -> None:
+def _check_model_directories(config: s.Config, origin: str) -> None:
     """Refuse a model path (a value that names a directory, from the file or the
     environment) that is not a directory: the model could never load from it. The second
     stage's only while it is on."""
