@@ -11,24 +11,13 @@ import json
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import (
-    Annotated,
-    Any,
-    Final,
-    Literal,
-    NamedTuple,
-    TypeVar,
-    get_args,
-    get_origin,
-    get_type_hints,
-)
+from typing import Annotated, Any, Final, Literal, NamedTuple, get_args, get_origin, get_type_hints
 
 import msgspec
 from msgspec import Meta
 
 from ragd.errors import ConfigError
 
-T = TypeVar("T")
 Where = Callable[[str], str]  # a key -> "config.toml: section.key", to prefix a message
 ABSENT: Final = object()
 _TOML_TYPES: Final = (
@@ -68,7 +57,7 @@ def within(origin: str, table: str) -> Where:
     return lambda key: f"{origin}: {table}.{key}" if table else f"{origin}: {key}"
 
 
-def read_table(cls: type[T], data: Mapping[str, object], where: Where, base: Path) -> T:
+def read_table(cls: type, data: Mapping[str, object], where: Where, base: Path) -> Any:
     """The dataclass `cls` from `data`; relative paths in it resolve against `base`."""
     fields = fields_of(cls)
     check_keys(data, fields, where)

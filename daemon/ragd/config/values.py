@@ -1,10 +1,10 @@
-"""Config values whose syntax is ragd's own: string rules msgspec checks (`rule`), and
-converters for what a pattern cannot say. The schema (`settings`, `sources`) names them in
-its annotations; a converter takes the raw TOML value and returns the typed one, or raises
-`Invalid` saying what is wrong.
-"""
+"""Config values whose syntax is ragd's own: string rules msgspec checks (`told`), and
+converters for what a pattern cannot say (durations: "500ms", "90m", "1h30m", "7d", "2w").
+The schema (`settings`, `sources`) names them in its annotations; a converter takes the raw
+TOML value and returns the typed one, or raises `Invalid` saying what is wrong."""
 
 import ipaddress
+import math
 import re
 import urllib.parse
 from collections.abc import Mapping
@@ -15,7 +15,6 @@ from typing import Annotated, Final
 from msgspec import Meta
 
 from ragd.adapters.pathspec import check_pattern
-from ragd.config.durations import DurationError, duration_from
 from ragd.config.tables import Invalid, told
 
 HUB_MODEL_EXAMPLE: Final = "minishlab/potion-base-8M"
@@ -28,6 +27,18 @@ _HUB_ID_RE: Final = re.compile(r"(?:[A-Za-z0-9][\w.-]{0,95}/)?[A-Za-z0-9][\w.-]{
 _HOSTNAME_RE: Final = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?", re.ASCII)
 _BUCKET_RE: Final = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", re.ASCII)
 _PLACEHOLDER_RE: Final = re.compile(r"\{([^{}]*)\}")
+_DURATION_HINT: Final = (
+    'a number and a unit (us, ms, s, m, h, d, w), e.g. "30s", "10m", "1h30m" or "7d"'
+)
+_UNITS: Final = {
+    "w": timedelta(weeks=1), "d": timedelta(days=1), "h": timedelta(hours=1),
+    "m": timedelta(minutes=1), "s": timedelta(seconds=1), "ms": timedelta(milliseconds=1),
+    "us": timedelta(microseconds=1),
+}  # fmt: skip
+# Longer unit names first in the alternation so "5ms" is not read as "5m" followed by junk.
+_PART = r"(\d+(?:\.\d+)?)\s*(us|ms|s|m|h|d|w)"
+_WHOLE_RE = re.compile(rf"(?:{_PART}\s*)+", re.ASCII)
+
 
 Name = Annotated[
     str,
@@ -57,12 +68,42 @@ def string(value: object) -> str:
 
 
 def duration(value: object) -> timedelta:
+    """A positive timedelta from a duration string ("1h30m"; units are case-sensitive: "m" is
+    minutes, there is no month) or a number of seconds."""
     if isinstance(value, timedelta):  # a default already checked
         return value
+    # bool is a subclass of int; `true` is never a duration.
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise Invalid("expected a duration string or a number of seconds", _DURATION_HINT)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise Invalid("must be a finite number of seconds", _DURATION_HINT)
+    text = value.strip() if isinstance(value, str) else str(value)
     try:
-        return duration_from(value)
-    except DurationError as exc:
-        raise Invalid(exc.problem, hint=exc.hint) from None
+        if text.startswith("-"):
+            result = timedelta(0)
+        elif re.fullmatch(r"\d+(?:\.\d+)?", text, re.ASCII) or not isinstance(value, str):
+            result = timedelta(seconds=float(value))
+        elif _WHOLE_RE.fullmatch(text):
+            parts = re.findall(_PART, text, re.ASCII)
+            result = sum((_UNITS[unit] * float(n) for n, unit in parts), timedelta(0))
+        else:
+            raise Invalid("is not a duration", _DURATION_HINT)
+    except OverflowError:
+        raise Invalid("is too large") from None
+    if result <= timedelta(0):
+        raise Invalid("must be greater than zero")
+    return result
+
+
+def format_duration(td: timedelta) -> str:
+    """A timedelta written compactly ("7d", "1h30m", "500ms", zero as "0s"), as
+    duration_from reads it back. Weeks are left out: a week reads as "7d", as the example
+    configuration writes max_age."""
+    parts, rest = ["-" if td < timedelta(0) else ""], abs(td)
+    for unit, size in list(_UNITS.items())[1:]:
+        count, rest = divmod(rest, size)
+        parts.append(f"{count}{unit}" if count else "")
+    return "".join(parts) or "0s"
 
 
 def fetch_timeout(value: object) -> timedelta:
