@@ -38,12 +38,10 @@ _MISSING_FILE_HINT: Final = "pass --config PATH or set RAGD_CONFIG"
 MAX_CONFIG_BYTES: Final = 1024 * 1024
 # Settings an operator changes per host (a systemd unit's Environment=), over the file's.
 _ENVIRONMENT: Final = {
-    "RAGD_DATA_DIR": ("daemon", "data_dir"),
-    "RAGD_LOG_FORMAT": ("daemon", "log_format"),
-    "RAGD_HTTP_LISTEN": ("http", "listen"),
-    "RAGD_EMBEDDING_MODEL": ("embedding", "model"),
+    "RAGD_DATA_DIR": ("daemon", "data_dir"), "RAGD_LOG_FORMAT": ("daemon", "log_format"),
+    "RAGD_HTTP_LISTEN": ("http", "listen"), "RAGD_EMBEDDING_MODEL": ("embedding", "model"),
     "RAGD_RERANK_MODEL": ("rerank", "model"),
-}
+}  # fmt: skip
 
 
 def resolve_config_path(cli_value: str | None, environ: Mapping[str, str]) -> Path:

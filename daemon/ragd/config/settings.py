@@ -2,7 +2,7 @@
 with its type, bounds (`Meta`), default and converter (`values`). The [[sources]] are
 `sources`'."""
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Final, Literal
@@ -144,14 +144,6 @@ class ClusterConfig:
     ray_address: Annotated[str | None, v.string] = None
 
 
-# The sections of config.toml, in the order they are read.
-SECTIONS: Final[dict[str, type]] = {
-    "daemon": DaemonConfig, "http": HttpConfig, "embedding": EmbeddingConfig,
-    "rerank": RerankConfig, "chunking": ChunkingConfig, "search": SearchConfig,
-    "schedule": ScheduleConfig, "storage": StorageConfig, "cluster": ClusterConfig,
-}  # fmt: skip
-
-
 @dataclass(frozen=True, kw_only=True)
 class Config:
     """The whole validated configuration. `path` is None when parsed from a string."""
@@ -176,3 +168,9 @@ class Config:
             if src.name == name:
                 return src
         raise KeyError(name)
+
+
+# The sections of config.toml, in the order they are read.
+SECTIONS: Final = {
+    f.name: f.type for f in fields(Config) if isinstance(f.type, type) and is_dataclass(f.type)
+}

@@ -107,12 +107,10 @@ def _told(error: str, annotation: object, value: object) -> Invalid:
         return Invalid(f"expected {expected}", conceal=conceal, subkey=subkey, inner=value)
     if error.startswith("Invalid enum value"):
         return one_of(value, next(_literals(annotation)))
+    # The constraint that failed: a pattern (the one the message shows), a length or a bound.
     kind = "pattern" if "regex" in error else "min_length" if "length" in error else "ge"
-    meta = (
-        next(m for m in metas if getattr(m, kind) is not None and repr(m.pattern) in error)
-        if kind == "pattern"
-        else next(m for m in metas if getattr(m, kind) is not None)
-    )
+    found = [m for m in metas if getattr(m, kind) is not None]
+    meta = next((m for m in found if repr(m.pattern) in error), found[0])
     if meta.extra:
         return Invalid(meta.extra["problem"], meta.extra["hint"], conceal, subkey, value)
     if meta.min_length:
