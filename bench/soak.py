@@ -58,7 +58,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 import ragd  # noqa: E402
-from ragd.config.durations import duration_from  # noqa: E402
+from ragd.config import parse_duration  # noqa: E402
 from tests.conftest import FASTAPI_DOCS, GOLD, MODEL_DIR, write_config  # noqa: E402
 from tests.integration.daemon import Served  # noqa: E402
 from tests.integration.test_webhooks import SECRET_TEXT, signed  # noqa: E402
@@ -574,8 +574,8 @@ def run_live(args: argparse.Namespace, daemon: Served, editor: Editor, cms: Cms)
     drained = time.time()  # the last write is committed by now, not at the last request
     drain_seconds = drained - last_write
     settled = take_sample(daemon, data_dir, started)
-    cleanup = duration_from(args.cleanup_older_than).total_seconds()
-    compact = duration_from(args.compact_interval).total_seconds()
+    cleanup = parse_duration(args.cleanup_older_than, key="--cleanup-older-than").total_seconds()
+    compact = parse_duration(args.compact_interval, key="--compact-interval").total_seconds()
     compacted_at = wait_for_compaction(daemon, after=drained + cleanup + 1, timeout=compact + 180)
     time.sleep(2)  # let the compaction's cleanup finish deleting before we measure
     final = take_sample(daemon, data_dir, started)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ragd.config import parse_config
-from ragd.config.toml_document import MAX_DEPTH
+from ragd.config.loading import MAX_DEPTH
 from ragd.errors import ConfigError
 
 FOLDER = '\n[[sources]]\nname = "docs"\ntype = "folder"\npath = "docs"\n'

@@ -1,11 +1,8 @@
-"""config.toml's schema, and the configuration as values: a frozen dataclass per section.
+"""config.toml's schema, a frozen dataclass per section: each field is a key, declared once
+with its type, bounds (`Meta`), default and converter (`values`). The [[sources]] are
+`sources`'."""
 
-Each field is a key, declared once: its type and bounds (`Meta`, which msgspec checks),
-its default, and the converter (`ragd.config.values`) of a syntax of ragd's own. What a
-key also tells is a property (`http.host`). The [[sources]] are `ragd.config.sources`.
-"""
-
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Final, Literal
@@ -26,17 +23,10 @@ DEFAULT_MODEL: Final = "minishlab/potion-base-8M"
 DEFAULT_RERANK_MODEL: Final = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_DATA_DIR: Final = ".ragd-data"
 
-Duration = v.Duration
+Duration = Annotated[timedelta, v.duration]
 Weight = Annotated[float, Meta(ge=0, le=100)]  # a TOML integer or float
 Model = Annotated[str, InDir(v.model)]  # a hub id, or a local directory made absolute
-
-
-def at_least(low: int, high: int | None = None) -> Meta:
-    return Meta(ge=low, le=high)
-
-
-def _is_path(model: str) -> bool:
-    return Path(model).is_absolute()  # a hub id never is
+Count = Annotated[int, Meta(ge=1)]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -47,7 +37,7 @@ class DaemonConfig:
     log_format: LogFormat = "auto"
     log_level: LogLevel = "info"
     default_max_age: Duration = timedelta(days=7)
-    max_file_bytes: Annotated[int, at_least(1024)] = 20_000_000
+    max_file_bytes: Annotated[int, Meta(ge=1024)] = 20_000_000
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,10 +46,10 @@ class HttpConfig:
     may hold open: time to send a request's headers, then its body; connections at once."""
 
     listen: Annotated[str, v.listen] = "127.0.0.1:8750"  # "host:port", IPv6 hosts in brackets
-    max_body_bytes: Annotated[int, at_least(1024)] = 1_048_576
+    max_body_bytes: Annotated[int, Meta(ge=1024)] = 1_048_576
     header_timeout: Duration = timedelta(seconds=10)
     body_timeout: Duration = timedelta(seconds=30)
-    max_connections: Annotated[int, at_least(1)] = 512
+    max_connections: Count = 512
 
     @property
     def host(self) -> str:
@@ -76,11 +66,11 @@ class EmbeddingConfig:
     """[embedding]: the first stage's model2vec model."""
 
     model: Model = DEFAULT_MODEL
-    batch_size: Annotated[int, at_least(1, 65536)] = 1024
+    batch_size: Annotated[int, Meta(ge=1, le=65536)] = 1024
 
     @property
     def model_is_local(self) -> bool:
-        return _is_path(self.model)
+        return Path(self.model).is_absolute()  # a hub id never is
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -90,12 +80,12 @@ class RerankConfig:
 
     enabled: bool = True
     model: Model = DEFAULT_RERANK_MODEL
-    candidates: Annotated[int, at_least(1, 1000)] = 30
+    candidates: Annotated[int, Meta(ge=1, le=1000)] = 30
     weight: Weight = 1.0
 
     @property
     def model_is_local(self) -> bool:
-        return _is_path(self.model)
+        return Path(self.model).is_absolute()  # a hub id never is
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -103,27 +93,27 @@ class ChunkingConfig:
     """[chunking]: chunk size and overlap, in characters, and the most chunks one document
     may make (a document over it is recorded failed, not indexed)."""
 
-    max_chars: Annotated[int, at_least(100)] = 900
-    overlap: Annotated[int, at_least(0)] = 120
-    max_chunks_per_document: Annotated[int, at_least(1)] = 25_000
+    max_chars: Annotated[int, Meta(ge=100)] = 900
+    overlap: Annotated[int, Meta(ge=0)] = 120
+    max_chunks_per_document: Count = 25_000
 
 
 @dataclass(frozen=True, kw_only=True)
 class SearchConfig:
     """[search]: query defaults and limits."""
 
-    k: Annotated[int, at_least(1, 1000)] = 10
+    k: Annotated[int, Meta(ge=1, le=1000)] = 10
     # Not tied to k: a query may ask for more than the default k, so the query layer
     # takes max(k, candidates) anyway.
-    candidates: Annotated[int, at_least(1, 10_000)] = 50
-    rrf_k: Annotated[int, at_least(1)] = 60
-    max_query_chars: Annotated[int, at_least(1, 100_000)] = 2000
+    candidates: Annotated[int, Meta(ge=1, le=10_000)] = 50
+    rrf_k: Count = 60
+    max_query_chars: Annotated[int, Meta(ge=1, le=100_000)] = 2000
     mode: SearchMode = "hybrid"
     fusion: SearchFusion = "convex"
     bm25_weight: Weight = 1.0
     vector_weight: Weight = 0.5
     # LanceDB's cache of vector index pages, shared by both stages' tables.
-    index_cache_bytes: Annotated[int, at_least(1 << 20)] = 256 << 20
+    index_cache_bytes: Annotated[int, Meta(ge=1 << 20)] = 256 << 20
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -154,14 +144,6 @@ class ClusterConfig:
     ray_address: Annotated[str | None, v.string] = None
 
 
-# The sections of config.toml, in the order they are read.
-SECTIONS: Final[dict[str, type]] = {
-    "daemon": DaemonConfig, "http": HttpConfig, "embedding": EmbeddingConfig,
-    "rerank": RerankConfig, "chunking": ChunkingConfig, "search": SearchConfig,
-    "schedule": ScheduleConfig, "storage": StorageConfig, "cluster": ClusterConfig,
-}  # fmt: skip
-
-
 @dataclass(frozen=True, kw_only=True)
 class Config:
     """The whole validated configuration. `path` is None when parsed from a string."""
@@ -186,3 +168,9 @@ class Config:
             if src.name == name:
                 return src
         raise KeyError(name)
+
+
+# The sections of config.toml, in the order they are read.
+SECTIONS: Final = {
+    f.name: f.type for f in fields(Config) if isinstance(f.type, type) and is_dataclass(f.type)
+}

@@ -1,43 +1,30 @@
-"""One TOML table read into a dataclass of the schema, every complaint naming its key.
+"""One TOML table read into a dataclass of the schema, every complaint one line naming its key.
 
-Unknown keys are refused first; each value then goes through the converters its
-annotation names (`ragd.config.values`), and msgspec checks the declared type, bounds and
-choices and builds the frozen dataclass with its defaults. msgspec tells the first error
-only, in one line ("Expected `int` >= 100"): it is told again in ragd's words, with the
-key, the value and the bounds or choices the annotation declares.
+Unknown keys are refused first; each value then goes through the converters its annotation
+names (`ragd.config.values`), and msgspec checks the declared type, `Literal` choices and
+`Meta` bounds or patterns. msgspec tells the first error only, as a rule ("Expected `int`
+>= 100 - at `$[2]`"): `_told` retells it in ragd's words from the annotation.
 """
 
 import difflib
 import json
-import re
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import (
-    Annotated,
-    Any,
-    Final,
-    Literal,
-    NamedTuple,
-    TypeVar,
-    get_args,
-    get_origin,
-    get_type_hints,
-)
+from typing import Annotated, Any, Final, Literal, NamedTuple, get_args, get_origin, get_type_hints
 
 import msgspec
+from msgspec import Meta
 
 from ragd.errors import ConfigError
 
-T = TypeVar("T")
 Where = Callable[[str], str]  # a key -> "config.toml: section.key", to prefix a message
 ABSENT: Final = object()
 _TOML_TYPES: Final = (
     (bool, "a boolean"), (int, "an integer"), (float, "a float"), (str, "a string"),
     (list, "an array"), (dict, "a table"),
 )  # fmt: skip
-# msgspec's names of the types it expected, in ragd's words.
-_EXPECTED: Final = {
+_EXPECTED: Final = {  # msgspec's names of types, in TOML's
     "int": "an integer", "float": "a number", "bool": "true or false", "str": "a string",
     "array": "an array", "object": "a table",
 }  # fmt: skip
@@ -47,9 +34,8 @@ _EXPECTED: Final = {
 class Invalid(Exception):
     """A complaint about one value; the caller adds where the value came from."""
 
-    problem: str
+    problem: str  # "expected ..." (a wrong type: the value's type is shown) or a predicate
     hint: str | None = None
-    show_type: bool = False
     conceal: bool = False  # the value might be a secret pasted in the wrong place
     subkey: str = ""  # the place inside the value ("[2]", ".Name"), appended to the key
     inner: object = ABSENT  # the offending part of the value, shown instead of it
@@ -61,12 +47,9 @@ class InDir(NamedTuple):
     convert: Callable[[object, Path], object]
 
 
-def named(pattern: str, problem: str, hint: str, example: str | None = None) -> msgspec.Meta:
-    """A string constraint told as `problem` when it fails (msgspec's message names a regex)."""
-    extra = {"problem": problem, "hint": hint}
-    return msgspec.Meta(
-        pattern=pattern, max_length=200, examples=[example] if example else None, extra=extra
-    )
+def told(problem: str, hint: str | None = None, *, conceal: bool = False, **rule: Any) -> Meta:
+    """A msgspec constraint (`pattern`, `min_length`...) told as `problem` when it fails."""
+    return Meta(**rule, extra={"problem": problem, "hint": hint, "conceal": conceal})
 
 
 def within(origin: str, table: str) -> Where:
@@ -74,7 +57,7 @@ def within(origin: str, table: str) -> Where:
     return lambda key: f"{origin}: {table}.{key}" if table else f"{origin}: {key}"
 
 
-def read_table(cls: type[T], data: Mapping[str, object], where: Where, base: Path) -> T:
+def read_table(cls: type, data: Mapping[str, object], where: Where, base: Path) -> Any:
     """The dataclass `cls` from `data`; relative paths in it resolve against `base`."""
     fields = fields_of(cls)
     check_keys(data, fields, where)
@@ -100,26 +83,53 @@ def value_of(annotation: object, value: object, where: str, base: Callable[[], P
     except Invalid as exc:
         raise fail(where, exc, value) from None
     except msgspec.ValidationError as exc:
-        raise fail(where, _told(str(exc), annotation, value, steps), value) from None
+        raise fail(where, _told(str(exc), annotation, value), value) from None
 
 
-def _told(error: str, annotation: object, value: object, steps: tuple[object, ...]) -> Invalid:
-    error, _, inside = error.partition(" - at `$")
-    subkey = inside.removesuffix("`")
-    if wrong := re.match(r"Expected `(\w+)[^`]*`, got `", error):
-        for index in re.findall(r"\[(\d+)\]", subkey):  # the item of an array
-            value = value[int(index)]  # type: ignore[index]
-        expected = _EXPECTED.get(wrong[1], f"`{wrong[1]}`")
-        return Invalid(f"expected {expected}", show_type=True, subkey=subkey, inner=value)
+def _told(error: str, annotation: object, value: object) -> Invalid:
+    error, _, at = error.partition(" - at `")
+    if isinstance(value, dict) and at:  # msgspec says `$[...]`: find the entry
+        for key, item in value.items():
+            try:
+                msgspec.convert({key: item}, annotation, strict=True)
+            except msgspec.ValidationError as exc:
+                told = _told(str(exc).partition(" - at `")[0], annotation, item)
+                inner = key if at.startswith("key") else item
+                return Invalid(told.problem, told.hint, told.conceal, f".{key}", inner)
+    subkey = at.removeprefix("$").removesuffix("`")
+    if subkey.startswith("["):  # an item of an array
+        value = value[int(subkey[1:-1])]  # type: ignore[index]
+    metas = list(_metas(annotation))
+    conceal = any(m.extra and m.extra.get("conceal") for m in metas)
+    if error.startswith("Expected `") and ", got `" in error:
+        wanted = error[10:].split("`")[0].split(" | ")
+        expected = " or ".join(_EXPECTED.get(t, t) for t in wanted if t != "null")
+        return Invalid(f"expected {expected}", conceal=conceal, subkey=subkey, inner=value)
     if error.startswith("Invalid enum value"):
-        return one_of(value, get_args(annotation))
-    if (meta := next((m for m in steps if isinstance(m, msgspec.Meta)), None)) is None:
-        return Invalid(error[:1].lower() + error[1:])  # none other is known to occur
+        return one_of(value, next(_literals(annotation)))
+    # The constraint that failed: a pattern (the one the message shows), a length or a bound.
+    kind = "pattern" if "regex" in error else "min_length" if "length" in error else "ge"
+    found = [m for m in metas if getattr(m, kind) is not None]
+    meta = next((m for m in found if repr(m.pattern) in error), found[0])
     if meta.extra:
-        return Invalid(meta.extra["problem"], hint=meta.extra["hint"])
-    return Invalid(
-        f"must be between {meta.ge} and {meta.le}" if meta.le else f"must be at least {meta.ge}"
-    )
+        return Invalid(meta.extra["problem"], meta.extra["hint"], conceal, subkey, value)
+    if meta.min_length:
+        return Invalid("must not be empty", subkey=subkey, inner=value)
+    if meta.le is None:
+        return Invalid(f"must be at least {meta.ge}")
+    return Invalid(f"must be between {meta.ge} and {meta.le}")
+
+
+def _metas(annotation: object) -> Iterator[Meta]:
+    for arg in get_args(annotation):
+        yield from [arg] if isinstance(arg, Meta) else _metas(arg)
+
+
+def _literals(annotation: object) -> Iterator[tuple[str, ...]]:
+    if get_origin(annotation) is Literal:
+        yield get_args(annotation)
+    for arg in get_args(annotation):
+        yield from _literals(arg)
 
 
 def one_of(value: object, options: Collection[str]) -> Invalid:
@@ -150,11 +160,10 @@ def suggest(word: str, options: Collection[str]) -> str | None:
 
 def missing(where: Where, key: str, annotation: object) -> ConfigError:
     """A required key is absent: the hint shows how to write it."""
-    if get_origin(annotation) is Literal:
-        *first, last = (json.dumps(option) for option in get_args(annotation))
+    if options := next(_literals(annotation), ()):
+        *first, last = (json.dumps(option) for option in options)
         return fail(where(key), "is required", hint=f"{key} = {', '.join(first)} or {last}")
-    metas = get_args(annotation)[1:] if get_origin(annotation) is Annotated else ()
-    shown = [json.dumps(e) for m in metas if isinstance(m, msgspec.Meta) for e in m.examples or ()]
+    shown = [json.dumps(e) for m in _metas(annotation) for e in m.examples or ()]
     return fail(where(key), "is required", hint=f"e.g. {key} = " + " or ".join(shown))
 
 
@@ -169,7 +178,8 @@ def fail(
     elif exc.conceal:
         got = f", got {type_name(value)} (not shown, as it may be a secret)"
     else:
-        got = f", got {type_name(value) + ' ' if exc.show_type else ''}{show(value)}"
+        typed = exc.problem.startswith("expected")
+        got = f", got {type_name(value) + ' ' if typed else ''}{show(value)}"
     return ConfigError(f"{where}{exc.subkey}: {exc.problem}{got}", hint=exc.hint)
 
 

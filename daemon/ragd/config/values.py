@@ -1,19 +1,21 @@
-"""The converters of config values whose syntax is ragd's own, which msgspec cannot declare.
-
-The schema (`settings`, `sources`) names them in its annotations; each takes the raw TOML
-value and returns the typed one, or raises `Invalid` saying what is wrong.
-"""
+"""Config values whose syntax is ragd's own: string rules msgspec checks (`told`), and
+converters for what a pattern cannot say (durations: "500ms", "90m", "1h30m", "7d", "2w").
+The schema (`settings`, `sources`) names them in its annotations; a converter takes the raw
+TOML value and returns the typed one, or raises `Invalid` saying what is wrong."""
 
 import ipaddress
+import math
 import re
 import urllib.parse
+from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Final
 
+from msgspec import Meta
+
 from ragd.adapters.pathspec import check_pattern
-from ragd.config.durations import DurationError, duration_from
-from ragd.config.tables import Invalid
+from ragd.config.tables import Invalid, told
 
 HUB_MODEL_EXAMPLE: Final = "minishlab/potion-base-8M"
 # A fetch holds the writer (an entry read back) or a poll thread: the service's watchdog
@@ -21,35 +23,87 @@ HUB_MODEL_EXAMPLE: Final = "minishlab/potion-base-8M"
 MAX_FETCH_TIMEOUT: Final = timedelta(seconds=30)
 # Anchored with \Z: msgspec searches, and "$" also matches before a final newline.
 FIELD_PATTERN: Final = r"^[A-Za-z_$][A-Za-z0-9_$-]*(\.[A-Za-z_$][A-Za-z0-9_$-]*)*\Z"
-NAME_PATTERN: Final = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}\Z"
 _HUB_ID_RE: Final = re.compile(r"(?:[A-Za-z0-9][\w.-]{0,95}/)?[A-Za-z0-9][\w.-]{0,95}", re.ASCII)
 _HOSTNAME_RE: Final = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?", re.ASCII)
 _BUCKET_RE: Final = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", re.ASCII)
-_ENV_NAME_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)
-_HEADER_RE: Final = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", re.ASCII)  # RFC 9110 token
 _PLACEHOLDER_RE: Final = re.compile(r"\{([^{}]*)\}")
+_DURATION_HINT: Final = (
+    'a number and a unit (us, ms, s, m, h, d, w), e.g. "30s", "10m", "1h30m" or "7d"'
+)
+_UNITS: Final = {
+    "w": timedelta(weeks=1), "d": timedelta(days=1), "h": timedelta(hours=1),
+    "m": timedelta(minutes=1), "s": timedelta(seconds=1), "ms": timedelta(milliseconds=1),
+    "us": timedelta(microseconds=1),
+}  # fmt: skip
+# Longer unit names first in the alternation so "5ms" is not read as "5m" followed by junk.
+_PART = r"(\d+(?:\.\d+)?)\s*(us|ms|s|m|h|d|w)"
+_WHOLE_RE = re.compile(rf"(?:{_PART}\s*)+", re.ASCII)
+
+
+Name = Annotated[
+    str,
+    told("is not a name", "letters, digits, _.:-", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}\Z"),
+]
+# "whsec_..." is a valid variable name but is the Standard Webhooks secret format: someone
+# pasted the secret itself. The value is never echoed, in case it is a secret.
+EnvName = Annotated[str, told(
+    "expected the NAME of an environment variable (letters, digits, '_')",
+    'e.g. "RAGD_CMS_SECRET"; the secret goes in that variable, never in the config',
+    conceal=True, pattern=r"^(?!whsec_)[A-Za-z_][A-Za-z0-9_]*\Z",
+)]  # fmt: skip
+HeaderName = Annotated[  # an RFC 9110 token
+    str, told("is not a valid HTTP header name", pattern=r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")
+]
+Pattern = Annotated[
+    str, told("must be a non-empty one-line pattern", pattern=r"^[^\r\n]*\S[^\r\n]*\Z")
+]
 
 
 def string(value: object) -> str:
     if not isinstance(value, str):
-        raise Invalid("expected a string", show_type=True)
-    if not value:
-        raise Invalid("must not be empty")
-    if "\x00" in value:
-        raise Invalid("must not contain a NUL character")
+        raise Invalid("expected a string")
+    if not value or "\x00" in value:
+        raise Invalid("must not be empty" if not value else "must not contain a NUL character")
     return value
 
 
 def duration(value: object) -> timedelta:
+    """A positive timedelta from a duration string ("1h30m"; units are case-sensitive: "m" is
+    minutes, there is no month) or a number of seconds."""
     if isinstance(value, timedelta):  # a default already checked
         return value
+    # bool is a subclass of int; `true` is never a duration.
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise Invalid("expected a duration string or a number of seconds", _DURATION_HINT)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise Invalid("must be a finite number of seconds", _DURATION_HINT)
+    text = value.strip() if isinstance(value, str) else str(value)
     try:
-        return duration_from(value)
-    except DurationError as exc:
-        raise Invalid(exc.problem, hint=exc.hint, show_type=exc.wrong_type) from None
+        if text.startswith("-"):
+            result = timedelta(0)
+        elif re.fullmatch(r"\d+(?:\.\d+)?", text, re.ASCII) or not isinstance(value, str):
+            result = timedelta(seconds=float(value))
+        elif _WHOLE_RE.fullmatch(text):
+            parts = re.findall(_PART, text, re.ASCII)
+            result = sum((_UNITS[unit] * float(n) for n, unit in parts), timedelta(0))
+        else:
+            raise Invalid("is not a duration", _DURATION_HINT)
+    except OverflowError:
+        raise Invalid("is too large") from None
+    if result <= timedelta(0):
+        raise Invalid("must be greater than zero")
+    return result
 
 
-Duration = Annotated[timedelta, duration]
+def format_duration(td: timedelta) -> str:
+    """A timedelta written compactly ("7d", "1h30m", "500ms", zero as "0s"), as
+    duration_from reads it back. Weeks are left out: a week reads as "7d", as the example
+    configuration writes max_age."""
+    parts, rest = ["-" if td < timedelta(0) else ""], abs(td)
+    for unit, size in list(_UNITS.items())[1:]:
+        count, rest = divmod(rest, size)
+        parts.append(f"{count}{unit}" if count else "")
+    return "".join(parts) or "0s"
 
 
 def fetch_timeout(value: object) -> timedelta:
@@ -57,6 +111,12 @@ def fetch_timeout(value: object) -> timedelta:
         hint = "a slower site needs fewer concurrent requests, not a longer wait"
         raise Invalid("must be at most 30 s", hint=hint)
     return timeout
+
+
+def minute_or_more(value: object) -> timedelta:
+    if (interval := duration(value)) < timedelta(minutes=1):  # polling sooner is hammering
+        raise Invalid("must be at least 1 minute")
+    return interval
 
 
 def path(value: object, base: Path) -> Path:
@@ -88,24 +148,23 @@ def model(value: object, base: Path) -> str:
 def listen(value: object) -> str:
     """ "host:port" or "[IPv6]:port", written back canonically (the port without zeros)."""
     text, example = string(value), 'e.g. "127.0.0.1:8750" or "[::1]:8750"'
+    host, sep, port_text = text.rpartition(":")
     if text.startswith("["):
         if not (bracketed := re.fullmatch(r"\[([^\]]*)\]:(.*)", text)):
-            raise Invalid("expected [IPv6 address]:port", hint=example)
+            raise Invalid("must be [IPv6 address]:port", hint=example)
         host, port_text = bracketed.groups()
         try:
             ipaddress.IPv6Address(host)
         except ValueError:
             raise Invalid("has an invalid IPv6 address in brackets") from None
-    else:
-        host, sep, port_text = text.rpartition(":")
-        if not sep:
-            raise Invalid("expected host:port", hint=example)
-        if ":" in host:
-            raise Invalid("has an IPv6 address without brackets", hint='write "[::1]:8750"')
-        if not host:
-            raise Invalid("has no host", hint='use "0.0.0.0:PORT" to listen on all interfaces')
-        if not _HOSTNAME_RE.fullmatch(host):
-            raise Invalid("has an invalid host name")
+    elif not sep:
+        raise Invalid("must be host:port", hint=example)
+    elif ":" in host:
+        raise Invalid("has an IPv6 address without brackets", hint='write "[::1]:8750"')
+    elif not host:
+        raise Invalid("has no host", hint='use "0.0.0.0:PORT" to listen on all interfaces')
+    elif not _HOSTNAME_RE.fullmatch(host):
+        raise Invalid("has an invalid host name")
     # The length first: int() refuses text of more than 4,300 digits with a ValueError.
     digits = port_text.isascii() and port_text.isdigit() and len(port_text) <= 5
     if not digits or not 1 <= int(port_text) <= 65535:
@@ -115,8 +174,7 @@ def listen(value: object) -> str:
 
 def storage_uri(value: object) -> str:
     """An "s3://bucket[/prefix]" URI, without a trailing slash."""
-    text = string(value)
-    if not text.startswith("s3://"):
+    if not (text := string(value)).startswith("s3://"):
         hint = "leave [storage] uri out to keep the index under data_dir"
         raise Invalid('must be an "s3://bucket/prefix" URI', hint=hint)
     bucket, _, prefix = text.removeprefix("s3://").partition("/")
@@ -128,41 +186,22 @@ def storage_uri(value: object) -> str:
     return "/".join(["s3:/", bucket, *parts])
 
 
-def env_name(value: object) -> str:
-    # "whsec_..." is a valid variable name but is the Standard Webhooks secret format: someone
-    # pasted the secret itself. The value is never echoed, in case it is a secret.
-    if not isinstance(value, str) or not _ENV_NAME_RE.fullmatch(value) or value[:6] == "whsec_":
-        raise Invalid(
-            "expected the NAME of an environment variable (letters, digits, '_')",
-            hint='e.g. "RAGD_CMS_SECRET"; the secret goes in that variable, never in the config',
-            conceal=True,
-        )
+def patterns(value: object) -> object:
+    """Gitignore-style patterns are compiled here, so that a bad one fails at load, not mid-scan."""
+    for i, item in enumerate(value if isinstance(value, list) else ()):
+        try:
+            if isinstance(item, str):
+                check_pattern(item)
+        except ValueError as exc:
+            raise Invalid(f"is not a valid pattern ({exc})", subkey=f"[{i}]", inner=item) from None
     return value
 
 
-def patterns(value: object) -> tuple[str, ...]:
-    """Gitignore-style patterns, compiled here so a bad one fails at load, not mid-scan."""
-    if not isinstance(value, list):
-        raise Invalid("expected an array of strings", show_type=True)
-    for i, item in enumerate(value):
-        if not isinstance(item, str) or not item.strip() or "\n" in item or "\r" in item:
-            raise Invalid("expected a non-empty one-line string", subkey=f"[{i}]", inner=item)
-        try:
-            check_pattern(item)
-        except ValueError as exc:
-            raise Invalid(f"is not a valid pattern ({exc})", subkey=f"[{i}]", inner=item) from None
-    return tuple(value)
-
-
-def some_patterns(value: object) -> tuple[str, ...]:
-    if not (found := patterns(value)):
-        raise Invalid("must list at least one pattern", hint="an empty list matches nothing")
-    return found
-
-
-def _absolute_url(text: str) -> None:
+def http_url(value: object, template: bool = False) -> str:
+    text = string(value)
+    checked = _PLACEHOLDER_RE.sub("x", text) if template else text
     try:
-        parts = urllib.parse.urlsplit(text)
+        parts = urllib.parse.urlsplit(checked)
         host = parts.hostname
     except ValueError:
         raise Invalid("is not a URL") from None
@@ -171,15 +210,18 @@ def _absolute_url(text: str) -> None:
     if parts.username or parts.password:
         hint = "a read API's token goes in an environment variable named by api_token_env"
         raise Invalid("must not carry credentials", hint=hint, conceal=True)
-    if any(c.isspace() or not c.isprintable() for c in text):
+    if any(c.isspace() or not c.isprintable() for c in checked):
         raise Invalid("must not contain spaces or control characters")
-
-
-def http_url(value: object) -> str:
-    _absolute_url(url := string(value))
-    if "{" in url or "}" in url:
+    if not template and ("{" in text or "}" in text):
         raise Invalid("takes no placeholders")
-    return url
+    for name in _PLACEHOLDER_RE.findall(text):
+        if not re.fullmatch(FIELD_PATTERN, name):
+            raise Invalid(f"placeholder {{{name}}} is not a field name", hint='e.g. "{slug}"')
+    return text
+
+
+def url_template(value: object) -> str:
+    return http_url(value, template=True)
 
 
 def fetch_url(value: object) -> str:
@@ -192,47 +234,12 @@ def fetch_url(value: object) -> str:
     return url
 
 
-def url_template(value: object) -> str:
-    _absolute_url(_PLACEHOLDER_RE.sub("x", template := string(value)))
-    for name in _PLACEHOLDER_RE.findall(template):
-        if not re.fullmatch(FIELD_PATTERN, name):
-            raise Invalid(f"placeholder {{{name}}} is not a field name", hint='e.g. "{slug}"')
-    return template
+def content_types(value: object) -> object:
+    """An array of type names (each its own collection) is read as the table of type name to
+    the REST collection that lists it (Strapi's plural names: { article = "articles" })."""
+    if isinstance(value, list) and all(isinstance(name, str) for name in value):
+        return dict(zip(value, value, strict=True))
+    return value
 
 
-def headers_env(value: object) -> dict[str, str]:
-    if not isinstance(value, dict):
-        raise Invalid("expected a table of header name = environment variable name")
-    for header, env in value.items():
-        if not _HEADER_RE.fullmatch(header):
-            raise Invalid("is not a valid HTTP header name", subkey=f".{header}", inner=header)
-        try:
-            env_name(env)
-        except Invalid as exc:
-            exc.subkey, exc.inner = f".{header}", env
-            raise
-    return dict(value)
-
-
-def names(value: object) -> tuple[str, ...]:
-    if not isinstance(value, list) or not value:
-        raise Invalid("expected a non-empty array of names", show_type=True)
-    for i, item in enumerate(value):
-        if not isinstance(item, str) or not re.match(NAME_PATTERN, item):
-            raise Invalid("is not a name", subkey=f"[{i}]", inner=item)
-    return tuple(value)
-
-
-def content_types(value: object) -> dict[str, str]:
-    """A list of type names (each its own collection), or a table of type name to the
-    REST collection that lists it (Strapi's plural names: { article = "articles" })."""
-    if not isinstance(value, dict):
-        return {name: name for name in names(value)}
-    if not value:
-        raise Invalid("must name at least one content type")
-    for name, collection in value.items():
-        if not re.match(NAME_PATTERN, name):
-            raise Invalid("is not a content type name", subkey=f".{name}", inner=name)
-        if not isinstance(collection, str) or not re.match(NAME_PATTERN, collection):
-            raise Invalid("is not a collection name", subkey=f".{name}", inner=collection)
-    return dict(value)
+ContentTypes = Annotated[Annotated[Mapping[Name, Name], Meta(min_length=1)] | None, content_types]
