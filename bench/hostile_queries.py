@@ -15,7 +15,6 @@ p50/max per kind; the tests check what each answer is, this how long it takes.
 from __future__ import annotations
 
 import argparse
-import http.client
 import json
 import os
 import platform
@@ -24,6 +23,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import httpx2
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -75,17 +76,15 @@ def hostile_bodies() -> dict[str, bytes]:
 
 def post(port: int, body: bytes) -> tuple[int, float]:
     """POST `body` to /v1/query on a fresh connection; (status, seconds to the parsed answer)."""
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    try:
+    with httpx2.Client(timeout=60) as client:
         started = time.perf_counter()
-        connection.request(
-            "POST", "/v1/query", body=body, headers={"Content-Type": "application/json"}
+        reply = client.post(
+            f"http://127.0.0.1:{port}/v1/query",
+            content=body,
+            headers={"Content-Type": "application/json"},
         )
-        reply = connection.getresponse()
-        json.loads(reply.read())
-        return reply.status, time.perf_counter() - started
-    finally:
-        connection.close()
+        json.loads(reply.content)
+        return reply.status_code, time.perf_counter() - started
 
 
 def main() -> None:

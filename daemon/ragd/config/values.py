@@ -42,7 +42,11 @@ _WHOLE_RE = re.compile(rf"(?:{_PART}\s*)+", re.ASCII)
 
 Name = Annotated[
     str,
-    told("is not a name", "letters, digits, _.:-", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}\Z"),
+    told(
+        "is not a name",
+        "up to 128 letters, digits, '_', '.', ':' or '-', starting with a letter or digit",
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}\Z",
+    ),
 ]
 # "whsec_..." is a valid variable name but is the Standard Webhooks secret format: someone
 # pasted the secret itself. The value is never echoed, in case it is a secret.
