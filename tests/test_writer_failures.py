@@ -133,9 +133,12 @@ def test_a_failed_job_waits_for_its_retry_while_later_jobs_are_done(tmp_path: Pa
             time.sleep(0.02)
 
         harness.entries(valid(1))
-        while (record := harness.document("page-1")) is None or record.status != "indexed":
+        while harness.stats.jobs_done == 0:  # the later job applied and marked done
             assert time.monotonic() < deadline, "a later job waited behind the failed one"
             time.sleep(0.02)
+
+        record = harness.document("page-1")
+        assert record is not None and record.status == "indexed"
 
         assert harness.document("poisoned") is None  # still queued, waiting for its retry
         assert harness.queue.depth() == 1
