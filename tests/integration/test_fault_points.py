@@ -370,12 +370,12 @@ def test_a_misspelt_plan_is_refused_before_anything_runs(spec: str) -> None:
 def test_a_worker_process_counts_its_own_arrivals() -> None:
     import pickle
 
-    plan = FaultPlan("mid_batch", 2)
-    plan.reached("mid_batch")  # the first arrival here
+    plan = FaultPlan("after_lancedb", 2)
+    plan.reached("after_lancedb")  # the first arrival here
 
     copy = pickle.loads(pickle.dumps(plan))
 
-    assert repr(copy) == "FaultPlan('mid_batch', 2)"
+    assert repr(copy) == "FaultPlan('after_lancedb', 2)"
     assert copy._arrivals == 0  # a new process starts counting anew
 
 
