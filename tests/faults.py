@@ -72,8 +72,8 @@ POINTS = (
 POISON = b"RAGD-FAULT-POISON"
 
 _Part = TypeVar("_Part")
-Method = Callable[..., Any]
-Around = Callable[..., Any]  # (the part's own method, *args, **kwargs) -> its result
+_Method = Callable[..., Any]
+_Around = Callable[..., Any]  # (the part's own method, *args, **kwargs) -> its result
 
 log = get_logger("tests.faults")
 
@@ -99,7 +99,7 @@ class FaultPlan:
         self.point = point
         self.nth = nth
         self.pause_file = pause_file
-        self._arrivals = self._uncounted()
+        self._arrivals = self._arrivals_at_start()
         self._held = False
 
     @classmethod
@@ -120,9 +120,9 @@ class FaultPlan:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.point, self.nth, self.pause_file = state["point"], state["nth"], state["pause_file"]
-        self._arrivals, self._held = self._uncounted(), False
+        self._arrivals, self._held = self._arrivals_at_start(), False
 
-    def _uncounted(self) -> int:
+    def _arrivals_at_start(self) -> int:
         # mid_batch's first arrival, the first flush's beginning, follows no commit.
         return 1 if self.point == "mid_batch" else 0
 
@@ -150,7 +150,7 @@ class FaultPlan:
             around["take"] = self._take
         return part if not around else cast(_Part, _Wrapped(part, around))
 
-    def _hooks(self, part: object) -> dict[str, tuple[tuple[str, ...], Around]]:
+    def _hooks(self, part: object) -> dict[str, tuple[tuple[str, ...], _Around]]:
         """The methods of `part` where points are, by name: those points, and what runs
         around the method."""
         if isinstance(part, Manifest):
@@ -175,32 +175,32 @@ class FaultPlan:
             return {"put_bytes": (("mid_publish",), self._put_bytes)}
         return {}
 
-    def _after(self, point: str) -> tuple[tuple[str, ...], Around]:
-        def around(method: Method, *args: Any, **kwargs: Any) -> Any:
+    def _after(self, point: str) -> tuple[tuple[str, ...], _Around]:
+        def around(method: _Method, *args: Any, **kwargs: Any) -> Any:
             result = method(*args, **kwargs)
             self.reached(point)
             return result
 
         return (point,), around
 
-    def _before(self, point: str) -> tuple[tuple[str, ...], Around]:
-        def around(method: Method, *args: Any, **kwargs: Any) -> Any:
+    def _before(self, point: str) -> tuple[tuple[str, ...], _Around]:
+        def around(method: _Method, *args: Any, **kwargs: Any) -> Any:
             self.reached(point)
             return method(*args, **kwargs)
 
         return (point,), around
 
-    def _commit(self, commit: Method, *args: Any, **kwargs: Any) -> None:
+    def _commit(self, commit: _Method, *args: Any, **kwargs: Any) -> None:
         self.reached("before_commit")
         commit(*args, **kwargs)
         self.reached("mid_batch")  # the next flush would begin
 
-    def _put_bytes(self, put_bytes: Method, name: str, data: bytes) -> None:
+    def _put_bytes(self, put_bytes: _Method, name: str, data: bytes) -> None:
         if name == LATEST:
             self.reached("mid_publish")
         put_bytes(name, data)
 
-    def _take(self, take: Method, *args: Any, **kwargs: Any) -> list[Job]:
+    def _take(self, take: _Method, *args: Any, **kwargs: Any) -> list[Job]:
         """No job while the pause file exists; logs when that starts and ends, which is
         what the test waits for."""
         held = self.pause_file is not None and self.pause_file.exists()
@@ -214,7 +214,7 @@ class _Wrapped:
     """Behaves as `part` does, except that each method named in `around` runs inside its
     hook, which is handed the part's own method."""
 
-    def __init__(self, part: object, around: dict[str, Around]) -> None:
+    def __init__(self, part: object, around: dict[str, _Around]) -> None:
         object.__setattr__(self, "_part", part)
         object.__setattr__(self, "_around", around)
 
