@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import pickle
 import sqlite3
 from collections import Counter
 from collections.abc import Iterator
@@ -15,7 +14,6 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from ragd.indexing.chunking import ChunkSettings
 from ragd.indexing.entries import EntryUpdate
-from ragd.indexing.faults import FaultPlan
 from ragd.indexing.indexer import Indexer
 from ragd.indexing.pipeline import Pipeline, manifest_keyword_rows
 from ragd.search.freshness import SourceFreshness, measure_freshness
@@ -36,6 +34,7 @@ from ragd.stores.manifest_schema import SCHEMA_VERSION
 from ragd.stores.records import ChunkRecord, DocumentWrite, doc_id_of, format_time
 from ragd.stores.vectors import VectorStore
 from tests.conftest import FakeEmbedder
+from tests.faults import FaultPlan
 
 PAGES = {
     "alpha.md": "# Alpha\n\nAardvarks dig burrows at night.\n",
@@ -488,14 +487,22 @@ def test_a_root_is_degraded_when_unwatched_or_when_events_were_lost_since_its_sc
     assert watcher_degraded(WatchHealth(True, 1, (), last_overflow_at=before), root, None)
 
 
-def test_a_fault_plan_holds_the_writer_while_its_pause_file_exists(tmp_path: Path) -> None:
+def test_a_fault_plan_holds_the_writer_s_queue_while_its_pause_file_exists(
+    tmp_path: Path,
+) -> None:
     pause = tmp_path / "writer.held"
-    plan = FaultPlan(pause_file=pause)
-    in_a_worker = pickle.loads(pickle.dumps(plan))
+    manifest = Manifest.open(tmp_path / "state.db")
+    queue = JobQueue.beside(manifest)
+    queue.enqueue("scan")
+    writers = FaultPlan(pause_file=pause)(queue)
 
-    free = plan.holds_writer()
+    free = [job.kind for job in writers.take()]
     pause.touch()
-    held = plan.holds_writer(), in_a_worker.holds_writer()
+    held = writers.take()
+    pause.unlink()
+    released = [job.kind for job in writers.take()]
 
-    assert not free and held == (True, True)
-    assert not FaultPlan().holds_writer()
+    assert (free, held, released) == (["scan"], [], ["scan"])
+    assert FaultPlan()(queue) is queue  # no pause file: the queue itself
+    queue.close()
+    manifest.close()

@@ -1,8 +1,8 @@
 """The real `ragd` command line with a writer a test can hold: `python -m
 tests.integration.paused_ragd PAUSE_FILE ARGS...` runs `ragd ARGS...` with a fault plan
-(ragd.indexing.faults) under which `ragd serve`'s writer takes no job while PAUSE_FILE
-exists, so a test sees what the daemon reports of a change it has not applied yet.
-Production code reads no such switch; tests start this instead of `python -m ragd`.
+(tests/faults.py) whose wrapper of the daemon writer's job queue hands out no job while
+PAUSE_FILE exists, so a test sees what the daemon reports of a change it has not applied
+yet. Tests start this instead of `python -m ragd`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from ragd.cli import main
-from ragd.indexing.faults import FaultPlan
+from tests.faults import FaultPlan
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[2:], faults=FaultPlan(pause_file=Path(sys.argv[1]))))
+    sys.exit(main(sys.argv[2:], wrap=FaultPlan(pause_file=Path(sys.argv[1]))))

@@ -1,4 +1,4 @@
-"""SIGKILL at every fault point of ragd.indexing.faults, then run again: the stores equal a rebuild.
+"""SIGKILL at every fault point of tests/faults.py, then run again: the stores equal a rebuild.
 
 Each case starts from the same indexed state (400 tldr pages, version 1), changes the corpus to
 version 2 (120 edited, 200 added, 30 deleted, 20 moved into a subdirectory: 390 documents to
@@ -38,13 +38,13 @@ import numpy as np
 import pytest
 
 from ragd.cli import main as cli_main
-from ragd.indexing import faults
-from ragd.indexing.faults import NO_FAULTS, FaultPlan
 from ragd.stores.keywords import KeywordStore
 from ragd.stores.manifest_reader import ManifestReader
 from ragd.stores.records import DocId
 from ragd.stores.vectors import VectorRow, VectorStore
+from tests import faults
 from tests.conftest import REPO, SHARED, storage_section, write_config
+from tests.faults import FaultPlan
 from tests.integration.conftest import run_json
 
 TLDR = SHARED / "corpora" / "tldr-pages.tar.gz"
@@ -329,7 +329,7 @@ def _run_crashing(config: Path, fault: str, *args: str) -> subprocess.CompletedP
 _PROBE = textwrap.dedent(
     """
     import sys
-    from ragd.indexing.faults import POINTS, FaultPlan
+    from tests.faults import POINTS, FaultPlan
     plan = FaultPlan.parse(sys.argv[1])
     for round in (1, 2, 3):
         for name in POINTS:
@@ -341,15 +341,15 @@ _PROBE = textwrap.dedent(
 
 def _probe(fault: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-c", _PROBE, fault], capture_output=True, text=True, check=False
+        [sys.executable, "-c", _PROBE, fault], capture_output=True, text=True, check=False, cwd=REPO
     )
 
 
 def test_without_a_plan_every_fault_point_is_a_no_op() -> None:
+    plan = FaultPlan()
     for _ in range(3):
         for name in faults.POINTS:
-            NO_FAULTS.reached(name)  # still alive
-        NO_FAULTS.parsing(faults.POISON)
+            plan.reached(name)  # still alive
 
 
 def test_a_count_picks_the_nth_arrival() -> None:
@@ -359,7 +359,9 @@ def test_a_count_picks_the_nth_arrival() -> None:
     assert (first.returncode, first.stdout) == (-signal.SIGKILL, "")
 
 
-@pytest.mark.parametrize("spec", ["after_lance", "after_lancedb:0", "after_lancedb:x"])
+@pytest.mark.parametrize(
+    "spec", ["after_lance", "after_lancedb:0", "after_lancedb:x", "mid_batch:1"]
+)
 def test_a_misspelt_plan_is_refused_before_anything_runs(spec: str) -> None:
     with pytest.raises(ValueError, match="fault"):
         FaultPlan.parse(spec)
@@ -368,12 +370,12 @@ def test_a_misspelt_plan_is_refused_before_anything_runs(spec: str) -> None:
 def test_a_worker_process_counts_its_own_arrivals() -> None:
     import pickle
 
-    plan = FaultPlan("mid_batch", 2)
-    plan.reached("mid_batch")  # the first arrival here
+    plan = FaultPlan("after_lancedb", 2)
+    plan.reached("after_lancedb")  # the first arrival here
 
     copy = pickle.loads(pickle.dumps(plan))
 
-    assert repr(copy) == "FaultPlan('mid_batch', 2)"
+    assert repr(copy) == "FaultPlan('after_lancedb', 2)"
     assert copy._arrivals == 0  # a new process starts counting anew
 
 
@@ -386,14 +388,14 @@ _COMPACT = textwrap.dedent(
     import sys, warnings
     from datetime import timedelta
     from pathlib import Path
-    from ragd.indexing.faults import FaultPlan
     from ragd.indexing.passes import settle_vectors
     from ragd.stores.vectors import VectorStore
+    from tests.faults import FaultPlan
     warnings.simplefilter("ignore")  # LanceDB warns about cleanup_older_than=0
     store = VectorStore.open(Path(sys.argv[1]), int(sys.argv[2]))
     plan = FaultPlan.parse(sys.argv[3]) if len(sys.argv) > 3 else FaultPlan()
     print("ready", flush=True)
-    settle_vectors(store, timedelta(0), plan)
+    settle_vectors(plan(store), timedelta(0))
     print("done", flush=True)
     """
 )
@@ -433,6 +435,7 @@ def _compact(directory: Path, fault: str | None) -> subprocess.Popen[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        cwd=REPO,  # where tests.faults is found
     )
 
 

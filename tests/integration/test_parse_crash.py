@@ -1,6 +1,6 @@
 """A file whose parse kills the process: one crash, then it is failed and never parsed again.
 
-A native parser crash is simulated by ragd.indexing.faults' `poisoned_parse`: with that plan,
+A native parser crash is simulated by tests/faults.py's `poisoned_parse`: with that plan,
 whichever process parses a document holding `faults.POISON` dies of SIGKILL there, every
 time it meets one, as a segfault in markdown-it.rs would. The real command line runs with
 the plan throughout (tests/integration/crashing_ragd.py), so a second parse of the poison
@@ -17,9 +17,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ragd.indexing import faults
 from ragd.indexing.parse_guard import CRASHED
 from ragd.stores.manifest_reader import ManifestReader
+from tests import faults
 from tests.conftest import REPO, write_config
 from tests.integration.conftest import run_json
 

@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 
-from ragd.indexing.faults import POISON
 from ragd.indexing.parse_guard import CRASHED
 from ragd.service.daemon.writer import MAX_ATTEMPTS
 from ragd.sources.webhooks import sign_standard_webhooks
 from ragd.stores.jobs import JobQueue
+from tests.faults import POISON
 from tests.integration.conftest import ragd_in_process
 from tests.integration.daemon import Served, wait_until
 
@@ -293,7 +293,7 @@ def test_the_openapi_description_is_served(served: Served) -> None:
 def test_an_entry_whose_parse_kills_the_daemon_is_failed_after_the_restart(
     tmp_path: Path, cms: FakeCms
 ) -> None:
-    # ragd.indexing.faults' poisoned_parse stands for a native parser crash on this entry's content.
+    # tests/faults.py's poisoned_parse stands for a native parser crash on this entry's content.
     daemon = _daemon(tmp_path, cms)
     daemon.fault = "poisoned_parse"
     poison = {"event": "upsert", "id": "poison", "content": f"# P\n\n{POISON.decode()}\n"}

@@ -41,7 +41,7 @@ from ragd.cli.text import (
 )
 from ragd.config import Config, SearchMode, SourceConfig, load_config, resolve_config_path
 from ragd.errors import ConfigError, LockedError, RagdError, UsageError
-from ragd.indexing.faults import NO_FAULTS, FaultPlan
+from ragd.stores.wrapping import Wrapper, unwrapped
 
 if TYPE_CHECKING:
     from ragd.indexing.indexer import Indexer
@@ -64,12 +64,13 @@ def _exit_code(error: RagdError) -> int:
 
 class _State:
     """What every command shares: the options --config and --debug set (before the command
-    name or after it), the config (read once, when first needed) and a test's crash plan."""
+    name or after it), the config (read once, when first needed) and a test's wrapper of the
+    writer's parts (ragd.stores.wrapping)."""
 
-    def __init__(self, faults: FaultPlan = NO_FAULTS) -> None:
+    def __init__(self, wrap: Wrapper = unwrapped) -> None:
         self.config_path: str | None = None
         self.debug = False
-        self.faults = faults
+        self.wrap = wrap
         self._config: Config | None = None
 
     def config(self) -> Config:
@@ -80,7 +81,7 @@ class _State:
     def runtime(self) -> Runtime:
         from ragd.service.runtime import Runtime
 
-        return Runtime.from_config(self.config(), faults=self.faults)
+        return Runtime.from_config(self.config(), wrap=self.wrap)
 
 
 def _set_config(ctx: click.Context, _: click.Parameter, value: str | None) -> None:
@@ -309,7 +310,6 @@ def reembed(
             backend,
             progress=progress,
             cleanup_older_than=indexer.cleanup_older_than,
-            faults=indexer.pipeline.faults,
             keep_published=None if publisher is None else publisher.oldest_versions(),
         )
         progress.finish()
@@ -701,11 +701,12 @@ def mcp_command(state: _State) -> int:
 # -- the one place errors become exit codes ------------------------------------------------
 
 
-def main(argv: Sequence[str] | None = None, *, faults: FaultPlan = NO_FAULTS) -> int:
-    """Entry point of the `ragd` console script; returns the exit code. `faults` is a
-    test's crash plan (tests/integration/crashing_ragd.py); the console script has none."""
+def main(argv: Sequence[str] | None = None, *, wrap: Wrapper = unwrapped) -> int:
+    """Entry point of the `ragd` console script; returns the exit code. `wrap` is a test's
+    wrapper of the writer's parts (tests/integration/crashing_ragd.py); the console script
+    has none."""
     args = list(sys.argv[1:] if argv is None else argv)
-    state = _State(faults)
+    state = _State(wrap)
     try:
         result = cli.main(args=args, prog_name="ragd", standalone_mode=False, obj=state)
     except click.exceptions.Abort:

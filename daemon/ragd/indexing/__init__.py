@@ -6,5 +6,5 @@ worker processes for big passes (`workers`), a crash while parsing remembered
 (`parse_guard`); `batches` writes in crash-safe order under one `passes` state and
 `report`s what a pass did. `entries` and `applied_polls` apply CMS deliveries and polls,
 `second_stage` fills the second stage's vectors, `reembed` re-embeds everything after a
-model change. `faults` names the crash points tests inject.
+model change.
 """

@@ -10,8 +10,7 @@ every write, which a crash at any point can recover from:
 A crash between 1 and 3 leaves documents pending and maybe orphan chunks; the next
 writer reconciles (removes orphans) and redoes pending documents. Also owns which chunk
 texts reach the model: a vector cached under the chunk's embedding key, or one a worker
-already computed (it travels on the chunk), is used instead. The fault points of
-ragd.indexing.faults mark each step.
+already computed (it travels on the chunk), is used instead.
 """
 
 from __future__ import annotations
@@ -24,7 +23,6 @@ import numpy as np
 
 from ragd.embedding import Embedder
 from ragd.errors import RagdError
-from ragd.indexing.faults import NO_FAULTS, FaultPlan
 from ragd.indexing.pipeline import PreparedChunk, PreparedWrite
 from ragd.stores.data_dir import WriterStores
 from ragd.stores.keywords import KeywordRow
@@ -99,14 +97,12 @@ class BatchWriter:
         first_batch: int,
         checked_at: str,
         on_event: EventFn | None = None,
-        faults: FaultPlan = NO_FAULTS,
     ) -> None:
         self.stores = stores
         self.manifest = stores.manifest
         self.embedder = embedder
         self.batch_chunks = batch_chunks
         self.on_event = on_event
-        self.faults = faults
         self.checked_at = checked_at  # when the pass began (Manifest.commit)
         self.counts = WriteCounts()
         self.wrote = False  # a batch was committed (so cached vectors may be orphaned)
@@ -160,7 +156,6 @@ class BatchWriter:
             return
         self._limit = max(self._limit, min(2 * self._limit, MAX_BATCH_DOCUMENTS))
         self.wrote = True
-        self.faults.reached("mid_batch")
         vectors = self._vectors_for(batch)
         touching = [p for p in batch if p.touches_stores]
         if touching:
@@ -176,7 +171,6 @@ class BatchWriter:
                     for p in touching
                 ]
             )
-            self.faults.reached("after_intent")
             doc_ids = [p.write.doc_id for p in touching]
             new = [p.write.doc_id for p in touching if p.new]
             rows = [c for p in touching for c in p.write.chunks]
@@ -185,7 +179,6 @@ class BatchWriter:
                 [VectorRow(c.chunk_id, c.doc_id, vectors[c.embed_key]) for c in rows],
                 new=new,
             )
-            self.faults.reached("after_lancedb")
             self.stores.keywords().replace_documents(
                 doc_ids,
                 [
@@ -195,9 +188,7 @@ class BatchWriter:
                 ],
                 new=new,
             )
-            self.faults.reached("after_tantivy")
             self._write_second_stage(doc_ids, [c for p in touching for c in p.write.chunks])
-        self.faults.reached("before_commit")
         self.manifest.commit([p.write for p in batch], checked_at=self.checked_at)
         committed = time.monotonic()
         for p in batch:
@@ -234,7 +225,6 @@ class BatchWriter:
             if c.second_key is not None and c.second_key in cached
         ]
         table.replace_documents(doc_ids, rows)
-        self.faults.reached("after_second_stage")
         self.counts.second_reused += len(rows)
 
     def _vectors_for(self, batch: list[_Pending]) -> dict[str, np.ndarray]:

@@ -358,16 +358,11 @@ class Indexer:
         its pass); the report counts them, and says interrupted if a stop cut it short."""
         report = IndexReport()
         if self.second is not None:
-            settle = partial(
-                settle_vectors,
-                cleanup_older_than=self.cleanup_older_than,
-                faults=self.pipeline.faults,
-            )
+            settle = partial(settle_vectors, cleanup_older_than=self.cleanup_older_than)
             filled = fill(
                 self.stores,
                 self.second,
                 settle=settle,
-                faults=self.pipeline.faults,
                 progress=progress,
                 stop=self.should_stop,
             )
@@ -402,7 +397,6 @@ class Indexer:
             # ragd.stores.records) holds however long the pass runs.
             checked_at=utc_now(),
             on_event=self.on_event,
-            faults=self.pipeline.faults,
         )
         return IndexingPass(
             batches, stop=self.should_stop, cleanup_older_than=self.cleanup_older_than

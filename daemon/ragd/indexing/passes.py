@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterable
 from datetime import timedelta
 
 from ragd.indexing.batches import BatchWriter
-from ragd.indexing.faults import FaultPlan
 from ragd.indexing.pipeline import PreparedWrite
 from ragd.indexing.report import IndexReport
 from ragd.stores.records import DocumentRecord, DocumentWrite
@@ -90,24 +89,23 @@ class IndexingPass:
         stores.manifest.mark_clean()
         if self.batches.wrote:
             vectors = stores.vectors(self.batches.embedder.dim)
-            settle_vectors(vectors, self._cleanup_older_than, self.batches.faults)
+            settle_vectors(vectors, self._cleanup_older_than)
             if (second := stores.second_vectors()) is not None:
-                settle_vectors(second, self._cleanup_older_than, self.batches.faults)
+                settle_vectors(second, self._cleanup_older_than)
         self.report.seconds = time.monotonic() - self.started
         return self.report
 
 
-def settle_vectors(vectors: VectorStore, cleanup_older_than: timedelta, faults: FaultPlan) -> None:
+def settle_vectors(vectors: VectorStore, cleanup_older_than: timedelta) -> None:
     """After writes: compact the vector table once commits left it fragmented, else build
     its index once it is big enough."""
     if vectors.needs_compaction():
-        compact_vectors(vectors, cleanup_older_than, faults)
+        compact_vectors(vectors, cleanup_older_than)
     else:
         vectors.ensure_vector_index()
 
 
-def compact_vectors(vectors: VectorStore, cleanup_older_than: timedelta, faults: FaultPlan) -> None:
+def compact_vectors(vectors: VectorStore, cleanup_older_than: timedelta) -> None:
     """Compact the vector table, keeping versions younger than `cleanup_older_than` for
-    readers; the `during_compaction` fault point comes first."""
-    faults.reached("during_compaction")
+    readers."""
     vectors.optimize(cleanup_older_than)

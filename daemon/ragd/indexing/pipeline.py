@@ -13,13 +13,12 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import NamedTuple
 
 from ragd.errors import one_line
 from ragd.indexing.chunking import CHUNKER_VERSION, ChunkSettings, chunk_document, labelled_text
-from ragd.indexing.faults import NO_FAULTS, FaultPlan
 from ragd.indexing.parsers import PARSER_VERSION, UnsupportedDocument, parse_document
 from ragd.stores.keywords import KeywordRow
 from ragd.stores.manifest_reader import ManifestReader
@@ -81,16 +80,12 @@ class Pipeline:
     not part of the recipe either: it decides whether a document is indexed, never what
     its chunks are, so raising it re-processes nothing until the failed files change (or
     `ragd index --full`).
-
-    `faults` is the crash plan of tests (ragd.indexing.faults); it is not part of the
-    recipe and never changes what is produced.
     """
 
     chunking: ChunkSettings
     model_identity: str
     second_identity: str | None = None
     max_chunks: int = MAX_CHUNKS_PER_DOCUMENT
-    faults: FaultPlan = field(default=NO_FAULTS, compare=False)
 
     @cached_property  # asked once per document on every pass: 38k JSON dumps cost 0.4 s
     def fingerprint(self) -> str:
@@ -137,7 +132,6 @@ class Pipeline:
     def _process(
         self, data: bytes, filename: str, doc_id: str, title: str | None
     ) -> ProcessedDocument:
-        self.faults.parsing(data)
         parsed = parse_document(data, filename)
         if title:
             parsed = replace(parsed, title=title)

@@ -25,7 +25,6 @@ import numpy as np
 from ragd.embedding import Embedder, Matrix
 from ragd.errors import RagdError, StoreError
 from ragd.indexing.chunking import labelled_text
-from ragd.indexing.faults import NO_FAULTS, FaultPlan
 from ragd.stores.data_dir import WriterStores
 from ragd.stores.manifest_reader import SecondStageWork
 from ragd.stores.vectors import VectorRow, VectorStore
@@ -64,9 +63,8 @@ class SecondStageWriter:
     their keys now (a chunk replaced meanwhile has another key or is gone), then the
     vectors under their keys."""
 
-    def __init__(self, stores: WriterStores, faults: FaultPlan = NO_FAULTS) -> None:
+    def __init__(self, stores: WriterStores) -> None:
         self.stores = stores
-        self.faults = faults
 
     def write(self, embedded: Embedded) -> int:
         """Write one batch; the number of chunk rows written."""
@@ -83,7 +81,6 @@ class SecondStageWriter:
             raise StoreError("second-stage vectors were written with the second stage off")
         if rows:
             table.upsert(rows)
-        self.faults.reached("second_stage_rows")
         manifest.store_vectors(vector_of)
         return len(rows)
 
@@ -105,7 +102,6 @@ def fill(
     embedder: Embedder,
     *,
     settle: Callable[[VectorStore], None],
-    faults: FaultPlan = NO_FAULTS,
     batch: int = FILL_BATCH,
     progress: ProgressFn | None = None,
     stop: Callable[[], bool] | None = None,
@@ -116,7 +112,7 @@ def fill(
     report = FillReport()
     started = time.monotonic()
     manifest = stores.manifest
-    writer = SecondStageWriter(stores, faults)
+    writer = SecondStageWriter(stores)
     total = left = manifest.second_stage_missing_count()
     after: tuple[str, int] | None = None
     while left and not (stop is not None and stop()):

@@ -2,7 +2,8 @@
 
 The one place that knows both the config schema and the core's constructors, so the
 core never reads configuration and the shells (CLI, daemon, HTTP) never wire stores.
-A test's crash plan (ragd.indexing.faults) enters here, and only here.
+A test's wrapper of the writer's parts (ragd.stores.wrapping) enters here, and only
+here.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from ragd.adapters.lancedb import size_index_cache
@@ -19,7 +20,6 @@ from ragd.config import Config, FolderSourceConfig, PollSourceConfig, SourceConf
 from ragd.embedding.static import Model2VecEmbedder
 from ragd.embedding.transformer import TransformerEmbedder
 from ragd.indexing.chunking import ChunkSettings
-from ragd.indexing.faults import NO_FAULTS, FaultPlan
 from ragd.indexing.indexer import Indexer
 from ragd.indexing.pipeline import Pipeline, manifest_keyword_rows
 from ragd.search.rescoring import StoredVectors
@@ -33,6 +33,7 @@ from ragd.stores.keywords import KeywordStore
 from ragd.stores.manifest_reader import ManifestReader
 from ragd.stores.publishing import Publisher
 from ragd.stores.vectors import FIRST_STAGE, VectorStore, second_stage_table
+from ragd.stores.wrapping import Wrapper, unwrapped
 
 
 class ReadStores(NamedTuple):
@@ -57,12 +58,15 @@ class Runtime:
     # A read replica's: the vector table versions of the generation it serves (readers
     # stay on them); None reads the newest commit.
     pinned: Mapping[str, int] | None = None
+    # What the writer's stores, its job queue and the publisher's object store pass
+    # through as they open; the pipeline already did. Production's leaves them as they are.
+    wrap: Wrapper = field(default=unwrapped, compare=False, repr=False)
 
     @classmethod
-    def from_config(cls, config: Config, *, faults: FaultPlan = NO_FAULTS) -> Runtime:
+    def from_config(cls, config: Config, *, wrap: Wrapper = unwrapped) -> Runtime:
         """Build the runtime; nothing heavy happens until a store or the model is used.
-        `faults` is a test's crash plan; production never passes one. With the stores on
-        object storage, the AWS variables are checked here (ConfigError), before any work."""
+        `wrap` is a test's (tests/faults.py); production never passes one. With the stores
+        on object storage, the AWS variables are checked here (ConfigError), before any work."""
         if config.storage.uri is not None:
             s3_options(os.environ)
         size_index_cache(config.search.index_cache_bytes)
@@ -90,14 +94,16 @@ class Runtime:
             data_dir=DataDir(config.daemon.data_dir, config.storage.uri),
             embedder=embedder,
             second_stage=second,
-            pipeline=Pipeline(
-                chunking,
-                embedder.identity,
-                second_identity=None if second is None else second.identity,
-                max_chunks=config.chunking.max_chunks_per_document,
-                faults=faults,
+            pipeline=wrap(
+                Pipeline(
+                    chunking,
+                    embedder.identity,
+                    second_identity=None if second is None else second.identity,
+                    max_chunks=config.chunking.max_chunks_per_document,
+                )
             ),
             folders=folders,
+            wrap=wrap,
         )
 
     @property
@@ -120,7 +126,10 @@ class Runtime:
     def writer_stores(self) -> WriterStores:
         """The one writer's handles on the stores (the caller holds the writer lock)."""
         return WriterStores(
-            self.data_dir, keyword_rows=manifest_keyword_rows, second_table=self.second_table
+            self.data_dir,
+            keyword_rows=manifest_keyword_rows,
+            second_table=self.second_table,
+            wrap=self.wrap,
         )
 
     @contextmanager
@@ -185,13 +194,8 @@ class Runtime:
         uri = self.config.storage.uri
         if uri is None:
             return None
-        paths, faults = self.data_dir, self.pipeline.faults
-        return Publisher(
-            object_store(uri),
-            paths.manifest,
-            paths.tantivy,
-            before_latest=lambda: faults.reached("mid_publish"),
-        )
+        paths = self.data_dir
+        return Publisher(self.wrap(object_store(uri)), paths.manifest, paths.tantivy)
 
     def searcher(self, stores: ReadStores) -> Searcher:
         """A Searcher over read-only handles."""

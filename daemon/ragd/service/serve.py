@@ -98,7 +98,7 @@ class Daemon:
             )
             self.writer = Writer(
                 indexer,
-                self.queue,
+                runtime.wrap(self.queue),  # a test's may hold the writer (tests/faults.py)
                 self.notifier,
                 self.stop,
                 stats=stats,
@@ -255,14 +255,11 @@ class Daemon:
 
     def compact(self) -> None:
         """The writer's `compact` job: LanceDB housekeeping, then the manifest's."""
-        cleanup, faults = (
-            self.runtime.config.schedule.cleanup_older_than,
-            self.runtime.pipeline.faults,
-        )
-        compact_vectors(self.stores.vectors(self.runtime.embedder.dim), cleanup, faults)
+        cleanup = self.runtime.config.schedule.cleanup_older_than
+        compact_vectors(self.stores.vectors(self.runtime.embedder.dim), cleanup)
         self.publishing.changed()  # compaction makes new versions
         if (second := self.stores.second_vectors()) is not None:
-            compact_vectors(second, cleanup, faults)
+            compact_vectors(second, cleanup)
         # Watch events and webhooks never run a full pass, which is what prunes the vector
         # cache; without this the manifest would grow with every edit.
         pruned = self.stores.manifest.prune_vectors()

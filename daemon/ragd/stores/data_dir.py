@@ -4,6 +4,7 @@ Owns the layout of `data_dir` (state.db, lancedb/, tantivy/, the writer lock, th
 guard's file) and the one writer's handles on the stores: the manifest, the first stage's
 vectors, the keywords and, when the second stage is on, its vectors. LanceDB is opened
 lazily: importing it costs about a second, which a run that changes nothing should not pay.
+Each handle passes through a `Wrapper` (ragd.stores.wrapping) as it opens.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ragd.stores.keywords import KeywordRow, KeywordStore
 from ragd.stores.manifest import Manifest
 from ragd.stores.manifest_reader import ManifestReader
 from ragd.stores.vectors import VectorStore
+from ragd.stores.wrapping import Wrapper, unwrapped
 
 KeywordRebuild = Callable[[ManifestReader], Iterable[KeywordRow]]
 """Every chunk the manifest lists as the keyword store indexes it, for a rebuild."""
@@ -105,7 +107,8 @@ class WriterStores:
     `keyword_rows` rebuilds a keyword index written with another schema from the manifest
     (how a chunk's indexed text is made is the indexer's business, not the stores');
     without it such an index is a StoreError. `second_table` names the second stage's
-    vector table (ragd.stores.vectors.second_stage_table); None when it is off.
+    vector table (ragd.stores.vectors.second_stage_table); None when it is off. Each
+    handle is opened through `wrap`.
     """
 
     def __init__(
@@ -114,16 +117,18 @@ class WriterStores:
         *,
         keyword_rows: KeywordRebuild | None = None,
         second_table: str | None = None,
+        wrap: Wrapper = unwrapped,
     ) -> None:
         self.paths = data_dir
         self.second_table = second_table
         self._keyword_rows = keyword_rows
+        self._wrap = wrap
         local_vectors = data_dir.lancedb
         orphaned = not data_dir.manifest.exists() and (
             (isinstance(local_vectors, Path) and local_vectors.exists())
             or data_dir.tantivy.exists()
         )
-        self.manifest = Manifest.open(data_dir.manifest)
+        self.manifest = wrap(Manifest.open(data_dir.manifest))
         if orphaned:
             # Stores without the manifest that lists them: the first pass reconciles them
             # (drops what nothing lists) before it writes, since writes of documents the
@@ -138,7 +143,7 @@ class WriterStores:
         also drops the tables of second-stage models no longer configured (or of all, with
         the second stage off): their rows are derived, and nothing keeps them current."""
         if self._vectors is None:
-            self._vectors = VectorStore.open(self.paths.lancedb, dim)
+            self._vectors = self._wrap(VectorStore.open(self.paths.lancedb, dim))
             self.drop_unused_second_stage_tables()
         return self._vectors
 
@@ -151,7 +156,7 @@ class WriterStores:
             directory, name = self.paths.lancedb, self.second_table
             if dim is None and name not in VectorStore.tables(directory):
                 return None
-            self._second = (
+            self._second = self._wrap(
                 VectorStore.open(directory, dim, name=name)
                 if dim is not None
                 else VectorStore.open_existing(directory, name=name)
@@ -182,9 +187,11 @@ class WriterStores:
         """The Tantivy index, with this process holding its writer."""
         if self._keywords is None:
             rows = self._keyword_rows
-            self._keywords = KeywordStore.open(
-                self.paths.tantivy,
-                rebuild_from=None if rows is None else lambda: rows(self.manifest),
+            self._keywords = self._wrap(
+                KeywordStore.open(
+                    self.paths.tantivy,
+                    rebuild_from=None if rows is None else lambda: rows(self.manifest),
+                )
             )
         return self._keywords
 

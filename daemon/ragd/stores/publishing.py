@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -126,11 +126,8 @@ class Publisher:
         store: ObjectStore,
         manifest: Path,
         tantivy: Path,
-        *,
-        before_latest: Callable[[], None] = lambda: None,
     ) -> None:
         self.store = store
-        self._before_latest = before_latest  # a test's crash point (ragd.indexing.faults)
         self._manifest = manifest
         self._tantivy = tantivy
         self._uploaded = {name.removeprefix(SEGMENTS + "/") for name in store.names(SEGMENTS)}
@@ -172,7 +169,6 @@ class Publisher:
         self.store.put_bytes(
             f"{folder}/{GENERATION_FILE}", json.dumps(generation.to_json()).encode()
         )
-        self._before_latest()
         self.store.put_bytes(LATEST, json.dumps({"generation": number}).encode())
         self.last = number
         self._forget_old(generation)

@@ -53,7 +53,6 @@ import numpy as np
 from ragd.embedding import Embedder, Matrix
 from ragd.errors import RagdError
 from ragd.indexing.chunking import labelled_text
-from ragd.indexing.faults import NO_FAULTS, FaultPlan
 from ragd.indexing.passes import settle_vectors
 from ragd.indexing.pipeline import Pipeline, chunk_id, embed_key
 from ragd.indexing.reembed.backends import EmbedBackend
@@ -136,7 +135,6 @@ def reembed(
     *,
     progress: ProgressFn | None = None,
     cleanup_older_than: timedelta = timedelta(minutes=10),
-    faults: FaultPlan = NO_FAULTS,
     keep_published: Mapping[str, int] | None = None,
 ) -> ReembedReport:
     """Re-embed what the current models lack and switch every document that can switch.
@@ -165,7 +163,7 @@ def reembed(
         store=stores.manifest.store_vectors,
     )
     if second is not None:
-        writer = SecondStageWriter(stores, faults)
+        writer = SecondStageWriter(stores)
         report.second_texts = _embed_stage(
             "second",
             plan.second,
@@ -180,7 +178,6 @@ def reembed(
         plan,
         first.dim,
         cleanup_older_than=cleanup_older_than,
-        faults=faults,
         keep_published=keep_published,
     )
     report.documents_switched = len(plan.switched)
@@ -341,7 +338,6 @@ def switch(
     dim: int,
     *,
     cleanup_older_than: timedelta,
-    faults: FaultPlan = NO_FAULTS,
     keep_published: Mapping[str, int] | None = None,
 ) -> None:
     """Write the re-keyed chunks' rows, then re-key them and settle the switched documents
@@ -387,7 +383,7 @@ def switch(
             if table is not None:
                 if written and not plan.rebuild:  # another model's vectors: new partitions
                     table.retrain_vector_index()
-                settle_vectors(table, cleanup_older_than, faults)
+                settle_vectors(table, cleanup_older_than)
 
 
 def _stored(manifest: ManifestReader, keys: Iterable[str]) -> dict[str, Matrix]:

@@ -60,7 +60,6 @@ _DOCUMENT_JOBS = ("entry", "path")
 # Jobs a failing batch runs on their own before it is halved: each costs a whole pass
 # (or a compaction), which the halving would otherwise repeat at every level.
 _WHOLE_PASSES = ("scan", "compact")
-HELD_POLL = 0.05  # seconds between looks at a test's pause file
 RECENT_EVENTS = 50
 # Documents written in one batch of jobs past which the writer trims the heap after it.
 BIG_PASS = 1000
@@ -199,7 +198,6 @@ class Writer(threading.Thread):
         self._passes_lock = threading.Lock()
         self.max_attempts = max_attempts
         self._retry_base = retry_base
-        self._held = False  # a test's fault plan holds the writer (ragd.indexing.faults)
 
     def submit_second_stage(self, embedded: Embedded) -> Future[int]:
         """Queue second-stage vectors to be written between jobs (from the filler thread);
@@ -249,9 +247,6 @@ class Writer(threading.Thread):
         """Take jobs, do them, mark them done; a job that fails waits for its retry."""
         self.notifier.watchdog()
         self.stats.last_active_at = format_time(datetime.now(UTC))
-        if self._held_by_test():
-            self.stop.wait(HELD_POLL)
-            return
         jobs = self.queue.take()
         if not jobs:
             if not self._run_requested_pass() and not self._write_second_stage():
@@ -335,15 +330,6 @@ class Writer(threading.Thread):
         failed = replace(entry_update(job.source, delivery, error=reason), deleted=False)
         return self.indexer.apply_entries(job.source, [failed])
 
-    def _held_by_test(self) -> bool:
-        """Whether a test's fault plan holds the writer; logs when that starts and ends,
-        which is what the test waits for (never true in production: no plan)."""
-        held = self.indexer.pipeline.faults.holds_writer()
-        if held != self._held:
-            self._held = held
-            log.info("writer_held" if held else "writer_released")
-        return held
-
     def _write_second_stage(self) -> bool:
         """Write one batch of second-stage vectors, if one waits; False if none did."""
         try:
@@ -352,9 +338,9 @@ class Writer(threading.Thread):
             return False
         stores = self.indexer.stores
         try:
-            rows = SecondStageWriter(stores, self.indexer.pipeline.faults).write(embedded)
+            rows = SecondStageWriter(stores).write(embedded)
             if (table := stores.second_vectors()) is not None:
-                settle_vectors(table, self.indexer.cleanup_older_than, self.indexer.pipeline.faults)
+                settle_vectors(table, self.indexer.cleanup_older_than)
         except Exception as exc:  # a bad batch costs that batch; the filler reads it again
             self.stats.errors += 1
             log.exception("second_stage_write_failed", error=str(exc))
