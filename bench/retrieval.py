@@ -2,7 +2,7 @@
 table of issue 25's targets.
 
 Usage:
-    python bench/retrieval.py [--work DIR] [--model DIR] [--rerank-model DIR]
+    python bench/retrieval.py [--work DIR] [--model DIR] [--rerank-model DIR] [--check]
 
 Indexes fastapi-docs (its whole tree) and the English tldr pages (the unpacked `tldr/`
 folder with include = ["pages/**/*.md"], as an operator indexes it for English
@@ -10,6 +10,11 @@ questions), both stages filled by `ragd index` (about 6 minutes on 2 cores, once
 --work the indexes are kept and reused), then runs `ragd eval --mode all` on each gold
 set and prints, per set: recall@1 / recall@5 / MRR@10 per mode, MRR@10 per question kind,
 and abstention (negatives abstained, answerable abstained).
+
+With --check it then compares every figure of tests/retrieval_baseline.json (the
+second-stage ones included, which CI's tests/integration/test_eval.py leaves to this
+bench) and that identifier and jargon questions lose no recall@1 or recall@5 to the
+second stage; it lists what fell short and exits 1 if anything did.
 """
 
 from __future__ import annotations
@@ -92,11 +97,42 @@ def table(name: str, report: dict[str, Any]) -> None:
         )
 
 
+def shortfalls(reports: dict[str, dict[str, Any]]) -> list[str]:
+    """Every figure below tests/retrieval_baseline.json, and every loss of identifier or
+    jargon questions to the second stage."""
+    baseline = json.loads((REPO / "tests" / "retrieval_baseline.json").read_text())
+    short = []
+    for name, expected in baseline.items():
+        modes = reports[name]["modes"]
+        for mode, figures in expected["modes"].items():
+            for metric, floor in figures.items():
+                if (got := modes[mode]["overall"][metric]) < floor:
+                    short.append(f"{name} {mode} {metric}: {got:.4f} < {floor}")
+        for mode, limits in expected["abstention"].items():
+            abstained = modes[mode]["abstention"]["abstained"]
+            wrongly = modes[mode]["overall"]["wrongly_abstained"]
+            if abstained < limits["negatives_abstained"]:
+                short.append(f"{name} {mode} negatives abstained: {abstained:.4f}")
+            if wrongly > limits["answerable_abstained"]:
+                short.append(f"{name} {mode} answerable abstained: {wrongly:.4f}")
+        if "hybrid+rerank" in modes:
+            for kind in ("identifier", "jargon"):
+                for metric in ("recall@1", "recall@5"):
+                    first = modes["hybrid"]["by_kind"][kind][metric]
+                    second = modes["hybrid+rerank"]["by_kind"][kind][metric]
+                    if second < first:
+                        short.append(f"{name} {kind} {metric}: {second:.4f} reranked < {first:.4f}")
+    return short
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--work", type=Path, help="Keep the corpora and indexes here.")
     parser.add_argument("--model", type=Path, default=DEFAULT_MODEL)
     parser.add_argument("--rerank-model", type=Path, default=DEFAULT_RERANK)
+    parser.add_argument(
+        "--check", action="store_true", help="Exit 1 if a figure is below the baseline."
+    )
     args = parser.parse_args()
     scratch = None if args.work else tempfile.TemporaryDirectory(prefix="ragd-retrieval-")
     work = args.work.resolve() if args.work else Path(scratch.name)  # type: ignore[union-attr]
@@ -112,6 +148,11 @@ def main() -> None:
         table(name, report)
     if scratch is not None:
         scratch.cleanup()
+    if args.check:
+        short = shortfalls(reports)
+        print("\nbaseline: " + ("; ".join(short) if short else "every figure holds"))
+        if short:
+            sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -98,6 +98,37 @@ def _same_output_other_identity(model: Path, target: Path, file: str) -> Path:
     return target
 
 
+def test_eval_measures_the_second_stage_as_a_mode_of_its_own(
+    reranked: Path, tmp_path: Path
+) -> None:
+    gold = tmp_path / "gold.jsonl"
+    questions = [
+        ("q1", "Can I send a JSON payload with a GET request?", "paraphrase", "body.md"),
+        ("q2", "run work after returning a response", "paraphrase", "background-tasks.md"),
+        ("q3", "BackgroundTasks add_task", "identifier", "background-tasks.md"),
+    ]
+    headings = {"body.md": "Request Body", "background-tasks.md": "Background Tasks"}
+    gold.write_text(
+        "".join(
+            json.dumps(
+                {"id": i, "query": q, "kind": k, "gold": [{"path": p, "heading": headings[p]}]}
+            )
+            + "\n"
+            for i, q, k, p in questions
+        )
+    )
+
+    report = _with_env(
+        reranked, "eval", str(gold), "--mode", "all", RAGD_RERANK_MODEL=str(RERANK_MODEL_DIR)
+    )
+
+    modes = report["modes"]
+    assert list(modes) == ["bm25", "vector", "hybrid", "hybrid+rerank"]
+    reranked_mode = modes["hybrid+rerank"]
+    assert set(reranked_mode["by_kind"]) == {"paraphrase", "identifier"}
+    assert reranked_mode["overall"]["recall@5"] == 1.0  # three easy questions, eight pages
+
+
 def test_changing_one_model_re_embeds_only_that_models_vectors(tmp_path: Path) -> None:
     root = small_root(tmp_path / "docs", 3)
     second_a = _same_output_other_identity(RERANK_MODEL_DIR, tmp_path / "second-a", "config.json")
