@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Protocol
@@ -185,6 +185,17 @@ def _query_request(payload: Mapping[str, Any], extra: frozenset[str] = frozenset
     )
 
 
+async def _answered(work: Callable[..., object], *args: object, refused: int = 400) -> Response:
+    """`work(*args)` off the event loop, as JSON; its UsageError is `refused`, any other
+    RagdError 503 (the stores cannot answer now)."""
+    try:
+        return JSONResponse(await run_in_threadpool(work, *args))
+    except UsageError as exc:
+        return _error(refused, str(exc))
+    except RagdError as exc:
+        return _error(503, str(exc))
+
+
 class _Endpoints:
     """The route handlers, bound to one backend."""
 
@@ -199,14 +210,7 @@ class _Endpoints:
     async def query(self, request: Request) -> Response:
         self._same_data_dir(request)
         payload = _json_object(await read_body(request, self.backend.max_body_bytes))
-        query = _query_request(payload)
-        try:
-            result = await run_in_threadpool(self.backend.search, query)
-        except UsageError as exc:
-            return _error(400, str(exc))
-        except RagdError as exc:
-            return _error(503, str(exc))
-        return JSONResponse(result)
+        return await _answered(self.backend.search, _query_request(payload))
 
     async def context(self, request: Request) -> Response:
         self._same_data_dir(request)
@@ -215,20 +219,11 @@ class _Endpoints:
         max_chars = payload.get("max_chars", DEFAULT_CONTEXT_CHARS)
         if isinstance(max_chars, bool) or not isinstance(max_chars, int):
             raise HTTPException(400, "'max_chars' must be an integer")
-        try:
-            result = await run_in_threadpool(self.backend.context, query, max_chars)
-        except UsageError as exc:
-            return _error(400, str(exc))
-        except RagdError as exc:
-            return _error(503, str(exc))
-        return JSONResponse(result)
+        return await _answered(self.backend.context, query, max_chars)
 
     async def status(self, request: Request) -> Response:
         self._same_data_dir(request)
-        try:
-            return JSONResponse(await run_in_threadpool(self.backend.status))
-        except RagdError as exc:
-            return _error(503, str(exc))
+        return await _answered(self.backend.status)
 
     async def index(self, request: Request) -> Response:
         """`ragd index` beside the daemon: from this machine only, since a pass (a full
@@ -240,13 +235,9 @@ class _Endpoints:
         unknown = set(payload) - {"full"}
         if unknown:
             raise HTTPException(400, f"unknown field(s): {', '.join(sorted(unknown))}")
-        full = _flag(payload, "full", False)
-        try:
-            return JSONResponse(await run_in_threadpool(self.backend.index, full))
-        except UsageError as exc:
-            return _error(409, str(exc))
-        except RagdError as exc:
-            return _error(503, str(exc))
+        # A daemon that does not index (a read replica) refuses for what it is, not for
+        # what was asked: a conflict, not a bad request.
+        return await _answered(self.backend.index, _flag(payload, "full", False), refused=409)
 
     async def webhook(self, request: Request) -> Response:
         source = request.path_params["source"]
