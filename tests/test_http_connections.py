@@ -27,6 +27,7 @@ from ragd.service.http.server import HttpServer
 
 REQUEST = b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
 SLOW_REQUEST = b"GET /slow HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+BLOCKING_REQUEST = b"GET /block HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
 
 
 class Served:
@@ -35,10 +36,18 @@ class Served:
 
     def __init__(self, http: HttpConfig) -> None:
         self.release = threading.Event()
+        self.blocking = threading.Event()
         self.in_slow = 0
         self.closed: list[str] = []
         self.server = HttpServer(
-            Starlette(routes=[Route("/", self._hello), Route("/slow", self._slow)]),
+            Starlette(
+                routes=[
+                    Route("/", self._hello),
+                    Route("/slow", self._slow),
+                    Route("/block", self._block),
+                    Route("/read", self._read, methods=["POST"]),
+                ]
+            ),
             http,
             closed=self.closed.append,
         )
@@ -53,6 +62,16 @@ class Served:
         while not self.release.is_set():
             await anyio.sleep(0.01)
         return PlainTextResponse("slow hello")
+
+    async def _block(self, _: Request) -> PlainTextResponse:
+        """Holds the event loop itself for 2.5 s, as a loop too busy to run a task would."""
+        self.blocking.set()
+        time.sleep(2.5)
+        return PlainTextResponse("blocked")
+
+    async def _read(self, request: Request) -> PlainTextResponse:
+        await request.body()
+        return PlainTextResponse("hello")
 
     def connect(self, send: bytes = b"") -> socket.socket:
         """A new connection that has sent `send` (the server takes connections in the
@@ -172,6 +191,23 @@ def test_a_request_being_answered_is_not_timed_out(serve: Callable[..., Served])
 
     assert b"slow hello" in _answer(connection)
     assert served.closed == []
+
+
+def test_headers_in_while_the_loop_is_busy_are_held_to_the_body_timeout_not_the_header_one(
+    serve: Callable[..., Served],
+) -> None:
+    served = serve(header_timeout=timedelta(seconds=1), body_timeout=timedelta(seconds=3))
+    waiting = served.connect()  # its header clock runs from here
+    time.sleep(0.2)  # accepted
+    served.connect(BLOCKING_REQUEST)
+    assert served.blocking.wait(10)
+
+    # Whole headers and part of a body, sent while the loop cannot run the request's task
+    # before the header clock is out.
+    waiting.sendall(b"POST /read HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 10\r\n\r\nabc")
+
+    assert _is_closed(waiting, within=30)
+    assert served.closed == ["body_timeout"]
 
 
 def test_an_idle_kept_alive_connection_lives_out_its_header_timeout_and_is_counted(

@@ -131,6 +131,8 @@ class GuardedConnection(asyncio.Protocol):
         self._client = "?"
         self._timer: asyncio.TimerHandle | None = None
         self._since = 0.0
+        self._awaiting = ""  # the reason of the clock running: what the client owes
+        self._tail = b""  # the last bytes received while headers are awaited
         self._admitted = False  # uvicorn's protocol has the connection
         self._closed = False  # closed by us (or refused)
 
@@ -152,8 +154,18 @@ class GuardedConnection(asyncio.Protocol):
         self._wait("header_timeout", self.connections.limits.header_timeout)
 
     def data_received(self, data: bytes) -> None:
-        if not self._closed:
-            self._http.data_received(data)
+        if self._closed:
+            return
+        if self._awaiting == "header_timeout":
+            # The headers are in when their blank line is, not when the app's task gets
+            # to run: on a busy loop that can be later than the header timeout.
+            seen = self._tail + data
+            if b"\r\n\r\n" in seen:
+                self._stop_clock()
+                self._wait("body_timeout", self.connections.limits.body_timeout)
+            else:
+                self._tail = seen[-3:]
+        self._http.data_received(data)
 
     def eof_received(self) -> None:
         if not self._closed:
@@ -177,11 +189,12 @@ class GuardedConnection(asyncio.Protocol):
 
     def request_began(self, *, has_body: bool) -> None:
         """Its headers are in; the body, if it has one, is still to come."""
-        self._stop_clock()
-        if has_body:
-            self._wait("body_timeout", self.connections.limits.body_timeout)
-        else:
+        if not has_body:
+            self._stop_clock()
             self.connections.answering(self)
+        elif self._awaiting != "body_timeout":  # its clock started with the blank line
+            self._stop_clock()
+            self._wait("body_timeout", self.connections.limits.body_timeout)
 
     def body_read(self) -> None:
         """Nothing more is awaited from the client for this request."""
@@ -214,9 +227,11 @@ class GuardedConnection(asyncio.Protocol):
         loop = asyncio.get_running_loop()
         self._since = loop.time()
         self._timer = loop.call_later(seconds, self.close, reason)
+        self._awaiting, self._tail = reason, b""
         self.connections.waiting(self)
 
     def _stop_clock(self) -> None:
+        self._awaiting = ""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
