@@ -229,7 +229,7 @@ def test_a_less_than_sign_in_prose_is_text() -> None:
 def test_an_mdx_code_block_fence_is_read_as_mdx() -> None:
     doc = parse(
         "# Page\n\n```mdx-code-block\nimport Tabs from '@theme/Tabs';\n```\n\n"
-        "````mdx-code-block\n<Tabs>\n  <TabItem value=\"a\">\n\n  ```sh\n  npm i\n  ```\n\n"
+        '````mdx-code-block\n<Tabs>\n  <TabItem value="a">\n\n  ```sh\n  npm i\n  ```\n\n'
         "  </TabItem>\n</Tabs>\n````\n\nAfter.\n"
     )
 

@@ -10,11 +10,12 @@ never), `{/* comments */}` and other `{expressions}` (a string literal keeps its
 ```` ```mdx-code-block ```` fence is Docusaurus's way of writing live MDX, so it is read
 as MDX. MDX has no indented code, so the lines inside a JSX element lose their indent.
 
-Every scan either consumes what it matched or stops at a character that cannot continue
-it, and a construct that never closes (an unclosed `{`, quote or comment, a tag broken
-after an attribute value) makes the whole file malformed instead of being rescanned from
-each later character: the rewrite is linear in the text. A malformed file is parsed as
-plain Markdown and logged; MDX's own compiler would refuse it.
+Every scan either consumes what it matched or stops at the first character that cannot
+continue it, and a construct that never closes (an unclosed `{`, quote or comment, a tag
+broken after an attribute value) makes the whole file malformed rather than being scanned
+again from each later character: the rewrite is linear in the text. A malformed file is
+parsed as plain Markdown and logged (MDX's own compiler would refuse it); ragd records no
+warnings on an indexed document, so the log line is the record.
 """
 
 from __future__ import annotations
@@ -288,8 +289,9 @@ def _expression_end(text: str, at: int) -> int:
 def _tag(text: str, at: int) -> tuple[int, str, bool, bool] | None:
     """A JSX tag at `at`: (end, name, closing, self-closing), or None when `<` is text.
 
-    Only a tag that has read no attribute value may turn out to be text; a value read
-    and then a broken tag is malformed, so no character is scanned twice."""
+    Only a tag that has read no attribute value may turn out to be text (`a <b` in
+    prose): its scan covered names and spaces, which hold no `<` to start another. A
+    value read and then a broken tag is malformed, as MDX's compiler has it."""
     position = at + 1
     closing = text.startswith("/", position)
     if closing:
