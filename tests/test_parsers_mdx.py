@@ -7,6 +7,8 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ragd.config.sources import DEFAULT_INCLUDE
 from ragd.indexing.parsers import SUPPORTED_SUFFIXES, ParsedDocument, parse_document
@@ -94,6 +96,55 @@ def test_a_real_pages_multi_line_export_is_dropped_and_its_code_example_kept() -
     assert "backgroundColor" not in prose(doc)
     assert "Docusaurus green" in prose(doc)
     assert len(code) == 1 and code[0].startswith("```jsx\nexport const Highlight")
+
+
+def test_a_real_pages_admonitions_keep_their_labels_and_titles() -> None:
+    page = FIXTURES / "markdown-features-admonitions.mdx"
+    doc = parse_document(page.read_bytes(), page.name)
+    blocks = [b.text for s in doc.sections for b in s.blocks if not b.is_code]
+
+    assert doc.title == "Admonitions"
+    assert "Info: Parent\nParent content" in blocks
+    assert "Tip: Deep Child\nDeep child content" in blocks
+    assert "Note: With css classes\nNote the padding and the italicized text." in blocks
+    assert "My custom admonition: My Title\nIt works!" in blocks
+
+
+# Any mix of MDX's constructs: whatever the order, no marker reaches a chunk's prose.
+_PIECES = [
+    "---\ntitle: T\n---\n",
+    "import A from 'a';\n",
+    "export const meta = {\n  a: [1, 2],\n};\n",
+    "# Heading {#heading}\n",
+    "## Sub `code` {#sub}\n",
+    "Plain words here.\n",
+    '<Tabs groupId="os">\n',
+    '  <TabItem value="a" label="A" attributes={{className: "x"}}>\n',
+    "  </TabItem>\n",
+    "</Tabs>\n",
+    "<Highlight color={`#fff`}>green</Highlight> words\n",
+    "<TOCInline toc={toc} />\n",
+    "{/* a comment */}\n",
+    ":::tip[Title]{#id}\n",
+    ":::note\n",
+    ":::\n",
+    "::::danger Outer\n",
+    "::::\n",
+    "<details>\n<summary>More</summary>\n",
+    "</details>\n",
+    "{'literal'} and {props.value}\n",
+    "<!-- an html comment -->\n",
+    "- a list item <b>bold</b>\n",
+    "```jsx\nimport X from 'x';\n<Tabs>{/* c */}</Tabs>\n```\n",
+    "\n",
+]
+
+
+@given(st.lists(st.sampled_from(_PIECES), max_size=30))
+def test_no_mix_of_mdx_constructs_leaves_markup_in_prose(pieces: list[str]) -> None:
+    doc = parse("".join(pieces))
+
+    assert raw_markup_in(prose(doc)) == []
 
 
 # One rule each -----------------------------------------------------------------------

@@ -3,9 +3,9 @@
 The MDX source is rewritten into Markdown in one pass, then `markdown.parse_markdown`
 finds its sections, so MDX headings, blocks and limits are Markdown's. The rewrite drops
 what renders as nothing or as chrome: YAML front matter (its `title` is the document's),
-top-level `import`/`export` statements, JSX tags (their text children stay, attributes
-never), `{/* comments */}` and other `{expressions}` (a string literal keeps its text),
-`{#id}` heading ids and `<!-- comments -->`. Docusaurus admonitions (`:::tip Title` …
+top-level `import`/`export` statements (and lines shaped like one below the top level),
+JSX tags (their text children stay, attributes never), `{/* comments */}` and other
+`{expressions}` (a string literal keeps its text), `{#id}` heading ids and `<!-- -->`. Docusaurus admonitions (`:::tip Title` …
 `:::`) keep their text, the label first. Fenced code is copied as code; a
 ```` ```mdx-code-block ```` fence is Docusaurus's way of writing live MDX, so it is read
 as MDX. MDX has no indented code, so the lines inside a JSX element lose their indent.
@@ -31,6 +31,11 @@ _log = logging.getLogger("ragd.parsers")
 
 _FENCE = re.compile(r"(`{3,}|~{3,})(.*)")
 _ESM = re.compile(r"(?:import|export)(?=[\s{*]|$)")
+# Below the top level MDX reads `import x from 'y'` as text; a line shaped so is still code.
+_JS_STATEMENT = re.compile(
+    r"import\s+(?:[\w$]+\s*,?\s*)?(?:\{[^}]*\}|\*\s*as\s+[\w$]+)?\s*from\s*['\"]"
+    r"|import\s*['\"]|export\s+(?:default|const|let|var|function|class|async)\b|export\s*[{*]"
+)
 _ADMONITION = re.compile(r"(:{3,})([A-Za-z][\w-]*)?(.*)")
 # Inside an admonition title: `[Title]` and a trailing `{#id .class}` attribute list.
 _BRACKETED_TITLE = re.compile(r"\[(.*)\]")
@@ -119,7 +124,8 @@ class _Rewriter:
                 return after
             return self._fenced_code(content, after, indent, fence)
 
-        if indent == 0 and not self.open_elements and _ESM.match(content):
+        top_level = indent == 0 and not self.open_elements
+        if _ESM.match(content) if top_level else _JS_STATEMENT.match(content):
             return self._skip_esm(start)
 
         admonition = _ADMONITION.fullmatch(content.rstrip())
