@@ -5,10 +5,11 @@ finds its sections, so MDX headings, blocks and limits are Markdown's. The rewri
 what renders as nothing or as chrome: YAML front matter (its `title` is the document's),
 top-level `import`/`export` statements (and lines shaped like one below the top level),
 JSX tags (their text children stay, attributes never), `{/* comments */}` and other
-`{expressions}` (a string literal keeps its text), `{#id}` heading ids and `<!-- -->`. Docusaurus admonitions (`:::tip Title` …
-`:::`) keep their text, the label first. Fenced code is copied as code; a
-```` ```mdx-code-block ```` fence is Docusaurus's way of writing live MDX, so it is read
-as MDX. MDX has no indented code, so the lines inside a JSX element lose their indent.
+`{expressions}` (a string literal keeps its text), `{#id}` heading ids and `<!-- -->`.
+Docusaurus admonitions (`:::tip Title` … `:::`) keep their text, the label first. Fenced
+code is copied as code; a ```` ```mdx-code-block ```` fence is Docusaurus's way of
+writing live MDX, so it is read as MDX. MDX has no indented code, so the lines inside a
+JSX element lose their indent.
 
 Every scan either consumes what it matched or stops at the first character that cannot
 continue it, and a construct that never closes (an unclosed `{`, quote or comment, a tag
