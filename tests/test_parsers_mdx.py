@@ -314,6 +314,7 @@ def test_malformed_mdx_falls_back_to_markdown_and_is_logged(
         "<a b={" * 20_000 + "}" * 20_000 + "!",
         "<a b='x' " * 30_000,
         "`" + "``" * 50_000,
+        "`a` " * 50_000,
         "x\n" + "<Tabs>\n" * 50_000,
         "{'" * 50_000,
         ":::tip\n" * 50_000,

@@ -86,12 +86,10 @@ class _Rewriter:
         self.open_elements: list[str] = []
         self.mdx_fence: tuple[str, int] | None = None  # an open ```mdx-code-block
         self.join_next = False  # an admonition label waits for its first paragraph
-        # Backtick runs by length, to find a code span's closing run without rescanning.
-        self.run_length: dict[int, int] = {}
-        self.runs: dict[int, list[int]] = {}
-        for run in _BACKTICKS.finditer(text):
-            self.run_length[run.start()] = len(run.group())
-            self.runs.setdefault(len(run.group()), []).append(run.start())
+        # The backtick runs of the line last asked (its start and end, run lengths by
+        # position, positions by length): a code span closes on its line, and each line is
+        # searched once however many spans it holds.
+        self.line_runs: tuple[int, int, dict[int, int], dict[int, list[int]]] = (0, 0, {}, {})
 
     def rewrite(self) -> str:
         position = 0
@@ -115,7 +113,8 @@ class _Rewriter:
             return after
         self.join_next = False
 
-        fence = _FENCE.fullmatch(content.rstrip())
+        first = content[:1]
+        fence = _FENCE.fullmatch(content.rstrip()) if first in ("`", "~") and first else None
         if self.mdx_fence and fence and self._closes(fence, self.mdx_fence):
             self.mdx_fence = None
             return after
@@ -126,10 +125,10 @@ class _Rewriter:
             return self._fenced_code(content, after, indent, fence)
 
         top_level = indent == 0 and not self.open_elements
-        if _ESM.match(content) if top_level else _JS_STATEMENT.match(content):
+        if first in ("i", "e") and (_ESM if top_level else _JS_STATEMENT).match(content):
             return self._skip_esm(start)
 
-        admonition = _ADMONITION.fullmatch(content.rstrip())
+        admonition = _ADMONITION.fullmatch(content.rstrip()) if first == ":" else None
         if admonition:
             kind, rest = admonition.group(2), admonition.group(3).strip()
             if kind:
@@ -161,9 +160,10 @@ class _Rewriter:
             cut = min(indent, len(line) - len(stripped))
             self.out.append(line[cut:] + "\n")
             position = end + 1
-            closing = _FENCE.fullmatch(stripped.rstrip())
-            if closing and self._closes(closing, opened):
-                break
+            if stripped.startswith(opened[0]):
+                closing = _FENCE.fullmatch(stripped.rstrip())
+                if closing and self._closes(closing, opened):
+                    break
         return position
 
     def _skip_esm(self, position: int) -> int:
@@ -211,14 +211,22 @@ class _Rewriter:
                 position = self._angle(at)
 
     def _code_span(self, at: int) -> int:
-        length = self.run_length.get(at, 1)
-        starts = self.runs.get(length, [])
+        if not self.line_runs[0] <= at < self.line_runs[1]:
+            line_start, line_end = self.text.rfind("\n", 0, at) + 1, self._line_end(at)
+            lengths: dict[int, int] = {}
+            by_length: dict[int, list[int]] = {}
+            for run in _BACKTICKS.finditer(self.text, line_start, line_end):
+                lengths[run.start()] = len(run.group())
+                by_length.setdefault(len(run.group()), []).append(run.start())
+            self.line_runs = (line_start, line_end, lengths, by_length)
+        _, _, lengths, by_length = self.line_runs
+        length = lengths.get(at, 1)  # 1: the rest of a run an escape began
+        starts = by_length.get(length, [])
         following = bisect_right(starts, at)
-        if self.run_length.get(at) and following < len(starts):
+        if at in lengths and following < len(starts):
             closing = starts[following]
-            if closing < self._line_end(at):
-                self.out.append(self.text[at : closing + length])
-                return closing + length
+            self.out.append(self.text[at : closing + length])
+            return closing + length
         self.out.append(self.text[at : at + length])
         return at + length
 
