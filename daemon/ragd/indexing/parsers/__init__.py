@@ -28,11 +28,12 @@ __all__ = [
 PARSER_VERSION = "2"  # 2: markdown-it-pyrs (lazy continuation per CommonMark)
 
 _MARKDOWN = frozenset({".md", ".markdown"})
+_MDX = frozenset({".mdx"})
 _HTML = frozenset({".html", ".htm"})
 # reStructuredText is read as plain paragraphs until it has a parser of its own.
 _TEXT = frozenset({".txt", ".text", ".rst"})
 
-SUPPORTED_SUFFIXES: frozenset[str] = _MARKDOWN | _HTML | _TEXT
+SUPPORTED_SUFFIXES: frozenset[str] = _MARKDOWN | _MDX | _HTML | _TEXT
 
 # A heading longer than this is almost certainly not one (a runaway line); it would
 # otherwise be repeated in the prefix of every chunk below it.
@@ -139,7 +140,7 @@ def file_suffix(filename: str) -> tuple[str, str]:
 def parse_document(data: bytes, filename: str) -> ParsedDocument:
     """Decode bytes and parse them by the file's suffix; raise UnsupportedDocument with a reason."""
     # Imported here because the format modules import the types defined above.
-    from ragd.indexing.parsers import decoding, html, markdown, text
+    from ragd.indexing.parsers import decoding, html, markdown, mdx, text
 
     name, suffix = file_suffix(filename)
     if suffix not in SUPPORTED_SUFFIXES:
@@ -152,6 +153,8 @@ def parse_document(data: bytes, filename: str) -> ParsedDocument:
         return ParsedDocument(title=stem, sections=())
     if suffix in _MARKDOWN:
         return markdown.parse_markdown(source, stem)
+    if suffix in _MDX:
+        return mdx.parse_mdx(source, stem, filename)
     if suffix in _HTML:
         return html.parse_html(source, stem)
     return text.parse_text(source, stem)
