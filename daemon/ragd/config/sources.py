@@ -34,7 +34,7 @@ from ragd.errors import ConfigError
 SourceType = Literal["folder", "webhook", "sitemap", "wordpress"]
 WebhookFormatName = Literal["ragd", "strapi", "ghost", "contentful", "sanity", "directus"]
 DEFAULT_INCLUDE: Final = (
-    "**/*.md", "**/*.markdown", "**/*.mdx", "**/*.html", "**/*.htm", "**/*.txt",
+    "**/*.md", "**/*.markdown", "**/*.mdx", "**/*.html", "**/*.htm", "**/*.txt", "**/*.ipynb",
 )  # fmt: skip
 DEFAULT_EXCLUDE: Final = (".git/", "node_modules/", ".*/")
 

@@ -32,8 +32,9 @@ _MDX = frozenset({".mdx"})
 _HTML = frozenset({".html", ".htm"})
 # reStructuredText is read as plain paragraphs until it has a parser of its own.
 _TEXT = frozenset({".txt", ".text", ".rst"})
+_NOTEBOOK = frozenset({".ipynb"})
 
-SUPPORTED_SUFFIXES: frozenset[str] = _MARKDOWN | _MDX | _HTML | _TEXT
+SUPPORTED_SUFFIXES: frozenset[str] = _MARKDOWN | _MDX | _HTML | _TEXT | _NOTEBOOK
 
 # A heading longer than this is almost certainly not one (a runaway line); it would
 # otherwise be repeated in the prefix of every chunk below it.
@@ -157,4 +158,8 @@ def parse_document(data: bytes, filename: str) -> ParsedDocument:
         return mdx.parse_mdx(source, stem, filename)
     if suffix in _HTML:
         return html.parse_html(source, stem)
+    if suffix in _NOTEBOOK:
+        from ragd.indexing.parsers import notebook  # nbformat's ~0.15 s import: notebooks only
+
+        return notebook.parse_notebook(source, stem)
     return text.parse_text(source, stem)
