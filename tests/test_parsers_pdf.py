@@ -14,6 +14,7 @@ from ragd.indexing.parsers import (
     parse_document,
     pdf,
 )
+from tests.pdfs import text_pdf
 
 FIXTURES = Path(__file__).parent / "fixtures" / "pdf"
 AENUM_TITLE = "aenum --- support for advanced enumerations, namedtuples, and constants"
@@ -64,7 +65,7 @@ def test_a_heading_spanning_pages_gives_one_section_per_page() -> None:
 
 
 def test_sections_follow_the_pages_in_order_numbered_from_one() -> None:
-    pages = [s.page for s in parse("aenum.pdf").sections]
+    pages = [s.page or 0 for s in parse("aenum.pdf").sections]
     assert pages == sorted(pages)
     assert set(pages) == set(range(1, 29))
 
@@ -74,6 +75,43 @@ def test_a_word_inside_another_is_not_taken_for_a_heading() -> None:
     # The outline's "enum" follows a line starting "aenum supports ...".
     goodies = section_text(doc, (AENUM_TITLE, "Extra Goodies"), 15)
     assert goodies.startswith("aenum supports a few extra techniques")
+
+
+def test_two_outline_entries_on_one_page_cut_it_at_their_titles() -> None:
+    data = text_pdf(
+        [["Install", "Run the installer.", "Configure", "Edit the file."]],
+        outline=[("Install", 0), ("Configure", 0)],
+    )
+    doc = parse_document(data, "guide.pdf")
+    assert [(s.heading_path, s.blocks[0].text, s.page) for s in doc.sections] == [
+        (("guide", "Install"), "Run the installer.", 1),
+        (("guide", "Configure"), "Edit the file.", 1),
+    ]
+
+
+def test_an_outline_title_missing_from_its_page_heads_the_page_from_its_top() -> None:
+    data = text_pdf([["Before."], ["Body of the chapter."]], outline=[("Chapter Two", 1)])
+    doc = parse_document(data, "book.pdf")
+    assert [(s.heading_path, s.page) for s in doc.sections] == [
+        (("book",), 1),
+        (("book", "Chapter Two"), 2),
+    ]
+
+
+def test_without_a_metadata_title_the_title_is_the_stem() -> None:
+    doc = parse_document(text_pdf([["Some text."]]), "docs/user-guide.pdf")
+    assert doc.title == "user-guide"
+    assert [s.heading_path for s in doc.sections] == [("user-guide",)]
+
+
+def test_editing_one_page_leaves_the_other_pages_sections_unchanged() -> None:
+    pages = [["Intro", "First page."], ["Second page, old."], ["Third page."]]
+    before = parse_document(text_pdf(pages, outline=[("Intro", 0)]), "a.pdf").sections
+    pages[1] = ["Second page, rewritten at length."]
+    after = parse_document(text_pdf(pages, outline=[("Intro", 0)]), "a.pdf").sections
+    assert [s.page for s in after] == [1, 2, 3]
+    assert (after[0], after[2]) == (before[0], before[2])
+    assert after[1] != before[1]
 
 
 def test_the_title_is_the_metadata_title_and_heads_every_path() -> None:
@@ -98,7 +136,8 @@ def test_text_has_no_nul_form_feed_or_control_characters() -> None:
 
 
 def test_a_word_hyphenated_across_lines_is_joined() -> None:
-    assert pdf.clean_text("improv\ufffeing the\r\nstate\fof\x00 art") == "improving the\nstateof art"
+    cleaned = pdf.clean_text("improv\ufffeing the\r\nstate\fof\x00 art")
+    assert cleaned == "improving the\nstate\nof art"
 
 
 def test_an_encrypted_pdf_fails_naming_the_password() -> None:

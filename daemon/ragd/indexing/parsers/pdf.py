@@ -40,6 +40,7 @@ IMAGE_ONLY = "no text layer (image-only PDF)"
 
 # PDFium writes U+FFFE where a word was hyphenated at a line's end; the line is joined.
 _SOFT_HYPHEN = re.compile("\ufffe\r?\n?")
+# A form feed is a line break; the other controls are glyphs without a Unicode mapping.
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 
@@ -81,7 +82,7 @@ def parse_pdf(data: bytes, stem: str) -> ParsedDocument:
 def clean_text(text: str) -> str:
     """A page's text as PDFium gives it, with `\\n` newlines, no control characters."""
     text = _SOFT_HYPHEN.sub("", text)
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\f", "\n")
     return _CONTROL.sub("", text)
 
 
