@@ -1,11 +1,12 @@
-"""Small text PDFs written byte by byte, for what the real fixtures cannot show (an edit).
+"""Small PDFs written byte by byte, for what the real fixtures cannot show: an edit, a bomb.
 
-One Helvetica line of text per string, a top-level outline entry per (title, page index),
-an optional Info title. Enough PDF for PDFium to read: no compression, a classic xref.
+Text PDFs: one Helvetica line per string, a top-level outline entry per (title, page
+index), an optional Info title. Enough PDF for PDFium to read: a classic xref table.
 """
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Sequence
 
 
@@ -66,6 +67,45 @@ def text_pdf(
     objects[catalog - 1] = b"<< /Type /Catalog /Pages %d 0 R%s >>" % (tree, outline_ref)
     info = add(b"<< /Title %s >>" % _literal(title)) if title is not None else None
 
+    return _written(objects, catalog, info)
+
+
+def flate_bomb_pdf(inflated: int, *, as_image: bool = False) -> bytes:
+    """A one-page PDF, text "Hello", with a Flate stream of `inflated` zero bytes as the
+    page's second content stream or, `as_image`, as an image drawn on it."""
+    packer = zlib.compressobj(9)
+    piece = bytes(1 << 20)
+    packed = (
+        b"".join(
+            packer.compress(piece[: min(len(piece), inflated - done)])
+            for done in range(0, inflated, len(piece))
+        )
+        + packer.flush()
+    )
+    side = int(inflated**0.5)
+    image_keys = b"/Type /XObject /Subtype /Image /Width %d /Height %d /ColorSpace /DeviceGray"
+    image_keys = image_keys % (side, side) + b" /BitsPerComponent 8 " if as_image else b""
+    bomb = b"<< %s/Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream" % (
+        image_keys,
+        len(packed),
+        packed,
+    )
+    draw = b"BT /F1 12 Tf 72 720 Td (Hello) Tj ET" + (b" q 9 0 0 9 0 0 cm /Im1 Do Q" * as_image)
+    text = b"<< /Length %d >>\nstream\n%s\nendstream" % (len(draw), draw)
+    contents = b"4 0 R" if as_image else b"[4 0 R 5 0 R]"
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents %s /Resources"
+        b" << /XObject << /Im1 5 0 R >> /Font << /F1 6 0 R >> >> >>" % contents,
+        text,
+        bomb,
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    return _written(objects, 1, None)
+
+
+def _written(objects: list[bytes], catalog: int, info: int | None) -> bytes:
     out = bytearray(b"%PDF-1.4\n")
     offsets = []
     for number, body in enumerate(objects, 1):

@@ -14,7 +14,7 @@ from ragd.indexing.parsers import (
     parse_document,
     pdf,
 )
-from tests.pdfs import text_pdf
+from tests.pdfs import flate_bomb_pdf, text_pdf
 
 FIXTURES = Path(__file__).parent / "fixtures" / "pdf"
 AENUM_TITLE = "aenum --- support for advanced enumerations, namedtuples, and constants"
@@ -165,6 +165,30 @@ def test_a_pdf_past_the_page_bound_fails_naming_it(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(pdf, "MAX_PAGES", 27)
     data = (FIXTURES / "aenum.pdf").read_bytes()
     assert reason(data) == "PDF has 28 pages, more than the 27 read"
+
+
+def test_a_pdf_whose_streams_inflate_past_the_bound_fails_naming_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(pdf, "MAX_INFLATED_BYTES", 4 << 20)
+    data = flate_bomb_pdf(8 << 20)
+    assert len(data) < 20_000
+    assert reason(data) == "PDF streams inflate to more than 4 MB (a decompression bomb)"
+
+
+def test_streams_within_the_inflation_bound_are_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pdf, "MAX_INFLATED_BYTES", 16 << 20)
+    doc = parse_document(flate_bomb_pdf(8 << 20), "zeros.pdf")
+    assert [b.text for s in doc.sections for b in s.blocks] == ["Hello"]
+
+
+def test_an_image_is_not_counted_against_the_inflation_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # PDFium does not decode images to read text, so a huge one costs nothing.
+    monkeypatch.setattr(pdf, "MAX_INFLATED_BYTES", 4 << 20)
+    doc = parse_document(flate_bomb_pdf(8 << 20, as_image=True), "picture.pdf")
+    assert [b.text for s in doc.sections for b in s.blocks] == ["Hello"]
 
 
 def test_page_text_is_cut_at_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:

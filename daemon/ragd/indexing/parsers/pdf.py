@@ -9,11 +9,11 @@ until the next entry. Without an outline each page is a section under the title.
 title is the metadata Title, else the file's stem; every heading path starts with it.
 
 PDFium's text is cleaned: its mark for a word hyphenated across lines (U+FFFE) is
-removed, joining the word, and control characters (NUL, form feeds, glyphs with no
-Unicode mapping) are dropped. Bounds: MAX_PAGES pages (beyond, the document fails),
-MAX_PAGE_CHARS characters per page (the rest of a page is not read) and MAX_OUTLINE
-outline entries (later ones are ignored). A PDF with no text on any page fails: it is
-scanned images, and ragd does no OCR.
+removed, joining the word, and control characters (NUL, glyphs with no Unicode mapping)
+are dropped; a form feed is a line break. Bounds: MAX_INFLATED_BYTES of inflated streams
+and MAX_PAGES pages (beyond either, the document fails), MAX_PAGE_CHARS characters per
+page (the rest of a page is not read) and MAX_OUTLINE outline entries (later ones are
+ignored). A PDF with no text on any page fails: it is scanned images, and ragd does no OCR.
 """
 
 from __future__ import annotations
@@ -30,11 +30,14 @@ from ragd.indexing.parsers import (
     UnsupportedDocument,
     normalize_heading,
 )
+from ragd.indexing.parsers.pdf_streams import inflated_size
 
 MAX_PAGES = 5_000
 # A dense page of a manual holds 5-10 thousand characters; far more is not prose.
 MAX_PAGE_CHARS = 200_000
 MAX_OUTLINE = 20_000
+# What a PDF's compressed streams may inflate to, in total (pdf_streams says why).
+MAX_INFLATED_BYTES = 256 << 20
 
 IMAGE_ONLY = "no text layer (image-only PDF)"
 
@@ -50,6 +53,10 @@ _TITLE_LEVEL = 1
 
 def parse_pdf(data: bytes, stem: str) -> ParsedDocument:
     """Parse a PDF's bytes into page-bound sections; raise UnsupportedDocument with a reason."""
+    if inflated_size(data, MAX_INFLATED_BYTES) > MAX_INFLATED_BYTES:
+        raise UnsupportedDocument(
+            f"PDF streams inflate to more than {MAX_INFLATED_BYTES >> 20} MB (a decompression bomb)"
+        )
     try:
         pdf = read_pdf(
             data, max_pages=MAX_PAGES, max_page_chars=MAX_PAGE_CHARS, max_outline=MAX_OUTLINE
