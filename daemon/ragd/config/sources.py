@@ -35,6 +35,7 @@ SourceType = Literal["folder", "webhook", "sitemap", "wordpress"]
 WebhookFormatName = Literal["ragd", "strapi", "ghost", "contentful", "sanity", "directus"]
 DEFAULT_INCLUDE: Final = (
     "**/*.md", "**/*.markdown", "**/*.mdx", "**/*.html", "**/*.htm", "**/*.txt", "**/*.ipynb",
+    "**/*.pdf",
 )  # fmt: skip
 DEFAULT_EXCLUDE: Final = (".git/", "node_modules/", ".*/")
 

@@ -33,8 +33,9 @@ _HTML = frozenset({".html", ".htm"})
 # reStructuredText is read as plain paragraphs until it has a parser of its own.
 _TEXT = frozenset({".txt", ".text", ".rst"})
 _NOTEBOOK = frozenset({".ipynb"})
+_PDF = frozenset({".pdf"})
 
-SUPPORTED_SUFFIXES: frozenset[str] = _MARKDOWN | _MDX | _HTML | _TEXT | _NOTEBOOK
+SUPPORTED_SUFFIXES: frozenset[str] = _MARKDOWN | _MDX | _HTML | _TEXT | _NOTEBOOK | _PDF
 
 # A heading longer than this is almost certainly not one (a runaway line); it would
 # otherwise be repeated in the prefix of every chunk below it.
@@ -51,10 +52,14 @@ class Block:
 
 @dataclass(frozen=True, slots=True)
 class Section:
-    """The blocks under one heading; `heading_path` runs from the title heading down."""
+    """The blocks under one heading; `heading_path` runs from the title heading down.
+
+    `page` is the 1-based page of a paged document (PDF) the blocks are on, else None.
+    """
 
     heading_path: tuple[str, ...]
     blocks: tuple[Block, ...]
+    page: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +154,10 @@ def parse_document(data: bytes, filename: str) -> ParsedDocument:
             raise UnsupportedDocument("unsupported file type (no suffix)")
         raise UnsupportedDocument(f"unsupported file type '{suffix}'")
     stem = name[: -len(suffix)] or name
+    if suffix in _PDF:  # binary: read from its bytes, never decoded as text
+        from ragd.indexing.parsers import pdf
+
+        return pdf.parse_pdf(data, stem)
     source = decoding.decode_document(data)
     if not source.strip():
         return ParsedDocument(title=stem, sections=())
