@@ -11,6 +11,7 @@ The rest of ragd talks to these libraries only through them (import-linter check
   `huggingface_hub`: fetching that model's files by repository id;
 - `watchdog`: inotify events under the watched roots;
 - `pathspec`: gitignore-style include and exclude patterns.
+- `markdown_it` (markdown-it-pyrs): Markdown source to its tree of block nodes.
 - `httpx` (the distribution httpx2): every outbound HTTP request, with its timeouts,
   whole-request deadline, redirects one at a time, raw body in pieces, proxy variables.
 - `ray`: `ragd reembed --ray`'s Ray Data job, through Lance datasets (lance_ray; the
