@@ -237,10 +237,28 @@ def test_a_hundred_thousand_marker_lines_parse_in_linear_time() -> None:
     assert sum(text.startswith("Tip\nbody ") for text in found) == 15_000
 
 
-@pytest.mark.timeout(120)
-def test_unclosed_spans_on_one_long_line_parse_in_linear_time() -> None:
-    line = "{* {{< {! {{% { #" * 50_000
-    assert len(texts(line)[0]) == len(line)
+@pytest.mark.timeout(120)  # linear: seconds, loaded; quadratic: far past this
+@pytest.mark.parametrize(
+    "line",
+    [
+        "{* {{< {! {{% { #" * 50_000,
+        ":::tip[" + "]{" * 500_000,
+        "!!! note " + '" ' * 500_000 + "x",
+        "!!! " + "word " * 200_000 + "!",
+        "x {" + "#a " * 300_000 + "?",
+        "-" * 1_000_000 + "8",
+    ],
+    ids=[
+        "unclosed-spans",
+        "container-title",
+        "admonition-title",
+        "admonition-types",
+        "attrs",
+        "snippet",
+    ],
+)
+def test_a_megabyte_line_almost_a_marker_parses_in_linear_time(line: str) -> None:
+    assert "".join(texts(line)).replace("\n", "") == line
 
 
 def test_fastapi_reference_page_keeps_its_api_names() -> None:

@@ -26,7 +26,10 @@ _ADMONITION = re.compile(r"(?:!!!|\?\?\?\+?)[ \t]+([\w-]+)(?:[ \t]+[\w-]+)*(?:[ 
 # `/// note | Title`, `//// tab | Python 3.10+`; a bare `///` closes the block.
 _PYMDOWN_BLOCK = re.compile(r"/{3,}[ \t]*([\w-]+)[ \t]*(?:\|[ \t]*(.*))?")
 # `:::tip Title`, `:::tip[Title]`, `::: warning Title` (VitePress), `:::note{.x}`.
-_CONTAINER = re.compile(r":{3,}[ \t]*([A-Za-z][\w-]*)(?:\[(.*)\])?(?:\{[^}]*\})?(?:[ \t]+(.*))?")
+# The title in brackets stops at the first `]`: `.*` there backtracks quadratically.
+_CONTAINER = re.compile(
+    r":{3,}[ \t]*([A-Za-z][\w-]*)(?:\[([^\]]*)\])?(?:\{[^}]*\})?(?:[ \t]+(.*))?"
+)
 # mkdocstrings' `::: package.module.Name`: API docs rendered from code, an include.
 _AUTODOC = re.compile(r":{3,}[ \t]*([A-Za-z_][\w-]*(?:\.[\w-]+)+)")
 _BARE_CLOSER = re.compile(r"(?:/{3,}|:{3,})")
