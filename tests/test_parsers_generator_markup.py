@@ -192,6 +192,23 @@ def test_attribute_lists_leave_heading_and_text() -> None:
     assert texts(source) == ["![diagram](d.png) shows it. [Go](x)", "Keep `{name}` and {x} and {}."]
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        '`echo "{{./make_copy.sh}}" | batch`',
+        "`find {{root}} -name '{{*pattern*}}'`",
+        "Press ``{{<Space>|<b>}}`` or `{* x *}` or `{ #id }` or `--8<--`.",
+    ],
+)
+def test_markers_inside_code_spans_are_code(line: str) -> None:
+    assert texts(line) == [line]
+
+
+def test_template_placeholders_are_not_attribute_lists() -> None:
+    line = 'docker ps --format "table {{.ID}}" --build-arg {{HTTP_PROXY=http://proxy}}'
+    assert texts(line) == [line]
+
+
 def test_markers_inside_fenced_code_are_code() -> None:
     fence = (
         '```markdown\n/// note\n!!! tip\n    indented\n:::tip\n--8<-- "x.md"\n'

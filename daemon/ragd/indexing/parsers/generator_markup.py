@@ -20,6 +20,7 @@ times, so the pass is linear in the document.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 # `!!! note "Title"`, `??? tip`, `???+ warning inline end`: the body is indented four columns.
 _ADMONITION = re.compile(r"(?:!!!|\?\?\?\+?)[ \t]+([\w-]+)(?:[ \t]+[\w-]+)*(?:[ \t]+\"(.*)\")?")
@@ -38,6 +39,7 @@ _SNIPPET = re.compile(r"-{1,}8<-{1,}(?:[ \t]+.*)?")
 # anything else means the braces are text.
 _ATTRIBUTE = r"""(?:[#.][^\s"'{}=]+|[\w-]+=(?:"[^"]*"|'[^']*'|[^\s"'{}]+))"""
 _ATTRIBUTE_LIST = re.compile(rf"[ \t]*:?[ \t]*{_ATTRIBUTE}(?:[ \t]+{_ATTRIBUTE})*[ \t]*")
+_BACKTICKS = re.compile(r"`+")
 _LINE_INCLUDE = re.compile(r"\{!.*!\}")
 _FENCE = re.compile(r"(`{3,}|~{3,})")
 # Types that mark up without titling: their content needs no label.
@@ -194,6 +196,43 @@ def _label(kind: str, title: str | None) -> str:
 
 
 def _strip_inline(text: str) -> str:
+    """`text` without inline markers, except inside code spans, which are code."""
+    if "`" not in text:
+        return _strip_prose(text)
+    parts: list[str] = []
+    position = 0
+    for start, end in _code_spans(text):
+        parts += [_strip_prose(text[position:start]), text[start:end]]
+        position = end
+    parts.append(_strip_prose(text[position:]))
+    return "".join(parts)
+
+
+def _code_spans(text: str) -> Iterator[tuple[int, int]]:
+    """Where a line's code spans start and end: a run of backticks up to the next run of
+    the same length (CommonMark). Each length's runs are walked once, so this is linear."""
+    runs = [match.span() for match in _BACKTICKS.finditer(text)]
+    by_length: dict[int, list[int]] = {}
+    for index, (start, end) in enumerate(runs):
+        by_length.setdefault(end - start, []).append(index)
+    next_of_length = dict.fromkeys(by_length, 0)
+    index = 0
+    while index < len(runs):
+        start, end = runs[index]
+        same = by_length[end - start]
+        cursor = next_of_length[end - start]
+        while cursor < len(same) and same[cursor] <= index:
+            cursor += 1
+        next_of_length[end - start] = cursor
+        if cursor < len(same):
+            closing = same[cursor]
+            yield start, runs[closing][1]
+            index = closing + 1
+        else:
+            index += 1
+
+
+def _strip_prose(text: str) -> str:
     for opening, closing in _INLINE_MARKERS:
         text = _remove_spans(text, opening, closing)
     return _remove_attribute_lists(text)
@@ -224,7 +263,9 @@ def _remove_attribute_lists(text: str) -> str:
         if end < 0:
             break
         opening = text.rfind("{", start, end)  # the innermost `{` before this `}`
-        if is_attribute_list(text[opening + 1 : end]):
+        # `{{.Name}}` is a template's placeholder, not an attribute list.
+        doubled = text[opening - 1 : opening] == "{" or text[end + 1 : end + 2] == "}"
+        if not doubled and is_attribute_list(text[opening + 1 : end]):
             parts.append(text[position:opening].rstrip(" \t"))
         else:
             parts.append(text[position : end + 1])
