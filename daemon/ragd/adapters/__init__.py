@@ -11,6 +11,7 @@ The rest of ragd talks to these libraries only through them (import-linter check
   `huggingface_hub`: fetching that model's files by repository id;
 - `watchdog`: inotify events under the watched roots;
 - `pathspec`: gitignore-style include and exclude patterns.
+- `markdown_it` (markdown-it-pyrs): Markdown source to its tree of block nodes.
 - `nbformat`: Jupyter notebooks read, upgraded to format 4 and validated; imported only
   when a notebook is parsed.
 - `httpx` (the distribution httpx2): every outbound HTTP request, with its timeouts,

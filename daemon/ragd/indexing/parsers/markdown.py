@@ -5,15 +5,16 @@ structure: top-level headings start sections, other top-level nodes become Block
 text of every block is the original source lines the node covers, so a code fence keeps
 its ``` markers and a list keeps its bullets; nothing is re-rendered. Heading text is
 what a reader sees: the inline source with MkDocs attribute lists such as `{ #anchor }`
-removed. YAML front matter is stripped and may supply the title.
+removed. YAML front matter is stripped and may supply the title. Doc generators' markup
+(admonitions, containers, includes, shortcodes) is reduced to its text first, by
+`generator_markup`.
 """
 
 from __future__ import annotations
 
 import re
 
-from markdown_it_pyrs import MarkdownIt, Node
-
+from ragd.adapters.markdown_it import Node, block_parser
 from ragd.indexing.parsers import (
     Block,
     ParsedDocument,
@@ -21,15 +22,27 @@ from ragd.indexing.parsers import (
     UnsupportedDocument,
     normalize_heading,
 )
+from ragd.indexing.parsers.generator_markup import is_attribute_list, strip_generator_markup
 
 # CommonMark's block rules plus tables, and no inline rules: headings keep their raw
 # inline source anyway, and inline parsing is the slow, memory-hungry part (a 1 MB run of
 # emphasis takes minutes). markdown-it-pyrs, not markdown-it-py: the same sections for
 # every page of tldr and fastapi-docs, in about a third of the time.
-_PARSER = MarkdownIt("zero").enable_many(
-    ["blockquote", "code", "fence", "heading", "hr", "html_block", "lheading", "list", "paragraph"]
+_PARSER = block_parser(
+    [
+        "blockquote",
+        "code",
+        "fence",
+        "heading",
+        "hr",
+        "html_block",
+        "lheading",
+        "list",
+        "paragraph",
+        "reference",
+        "table",
+    ]
 )
-_PARSER.enable_many(["reference", "table"])
 # markdown-it.rs recurses once per nested list or quote and overflows the stack (SIGSEGV,
 # which no handler can catch) at 10,000-30,000 levels. Each level costs a line at least
 # one character of prefix (`>`, a list marker, or two columns of indentation), so a file
@@ -51,8 +64,9 @@ def parse_markdown(source: str, stem: str) -> ParsedDocument:
     """Parse Markdown into sections; the title is the first h1, front matter, or `stem`."""
     lines = source.split("\n")
     body_start, front_title = _front_matter(lines)
-    # Blank the front matter rather than cut it, so node positions index `lines`.
-    text = "\n" * body_start + "\n".join(lines[body_start:])
+    # Node positions index `lines`: the front matter is blanked rather than cut.
+    lines = [""] * body_start + strip_generator_markup(lines[body_start:])
+    text = "\n".join(lines)
     if _DEEP_NESTING.search(text):
         raise UnsupportedDocument(
             f"a line opens with {MAX_NESTING_PREFIX}+ characters of quote, list or indent"
@@ -108,21 +122,9 @@ def heading_text(inline_source: str) -> str:
     opening = text.rfind("{")
     if opening < 0:
         return text
-    inner = text[opening + 1 : -1].strip()
-    if inner.startswith(":"):  # the Python-Markdown `{: #id }` spelling
-        inner = inner[1:]
-    parts = inner.split()
-    if parts and all(_is_attribute(part) for part in parts):
+    if is_attribute_list(text[opening + 1 : -1]):
         return text[:opening].rstrip()
     return text
-
-
-def _is_attribute(part: str) -> bool:
-    # `#id`, `.class` or `key=value`; anything else means the braces are heading text.
-    if part[0] in "#." and len(part) > 1:
-        return True
-    key, equals, _ = part.partition("=")
-    return bool(equals) and bool(key) and key.replace("-", "").replace("_", "").isalnum()
 
 
 def _front_matter(lines: list[str]) -> tuple[int, str | None]:
