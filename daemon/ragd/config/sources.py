@@ -33,7 +33,9 @@ from ragd.errors import ConfigError
 
 SourceType = Literal["folder", "webhook", "sitemap", "wordpress"]
 WebhookFormatName = Literal["ragd", "strapi", "ghost", "contentful", "sanity", "directus"]
-DEFAULT_INCLUDE: Final = ("**/*.md", "**/*.markdown", "**/*.html", "**/*.htm", "**/*.txt")
+DEFAULT_INCLUDE: Final = (
+    "**/*.md", "**/*.markdown", "**/*.html", "**/*.htm", "**/*.txt", "**/*.rst",
+)  # fmt: skip
 DEFAULT_EXCLUDE: Final = (".git/", "node_modules/", ".*/")
 
 SourceName = Annotated[str, told(

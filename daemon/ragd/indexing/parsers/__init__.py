@@ -29,10 +29,10 @@ PARSER_VERSION = "2"  # 2: markdown-it-pyrs (lazy continuation per CommonMark)
 
 _MARKDOWN = frozenset({".md", ".markdown"})
 _HTML = frozenset({".html", ".htm"})
-# reStructuredText is read as plain paragraphs until it has a parser of its own.
-_TEXT = frozenset({".txt", ".text", ".rst"})
+_TEXT = frozenset({".txt", ".text"})
+_RST = frozenset({".rst", ".rest"})
 
-SUPPORTED_SUFFIXES: frozenset[str] = _MARKDOWN | _HTML | _TEXT
+SUPPORTED_SUFFIXES: frozenset[str] = _MARKDOWN | _HTML | _TEXT | _RST
 
 # A heading longer than this is almost certainly not one (a runaway line); it would
 # otherwise be repeated in the prefix of every chunk below it.
@@ -139,7 +139,7 @@ def file_suffix(filename: str) -> tuple[str, str]:
 def parse_document(data: bytes, filename: str) -> ParsedDocument:
     """Decode bytes and parse them by the file's suffix; raise UnsupportedDocument with a reason."""
     # Imported here because the format modules import the types defined above.
-    from ragd.indexing.parsers import decoding, html, markdown, text
+    from ragd.indexing.parsers import decoding, html, markdown, rst, text
 
     name, suffix = file_suffix(filename)
     if suffix not in SUPPORTED_SUFFIXES:
@@ -154,4 +154,6 @@ def parse_document(data: bytes, filename: str) -> ParsedDocument:
         return markdown.parse_markdown(source, stem)
     if suffix in _HTML:
         return html.parse_html(source, stem)
+    if suffix in _RST:
+        return rst.parse_rst_document(source, stem)
     return text.parse_text(source, stem)
