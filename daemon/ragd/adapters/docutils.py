@@ -29,7 +29,15 @@ from docutils import nodes
 from docutils.parsers import rst
 from docutils.parsers.rst import directives, roles
 
-__all__ = ["RstBlock", "RstHeading", "RstPart", "RstRules", "parse_rst"]
+__all__ = [
+    "MAX_BLOCKS_TIMES_LINES",
+    "RstBlock",
+    "RstHeading",
+    "RstPart",
+    "RstRules",
+    "blocks_times_lines",
+    "parse_rst",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,6 +238,32 @@ MAX_LINE_CHARS = 10_000
 _SETTINGS.line_length_limit = MAX_LINE_CHARS
 
 
+# docutils parses each list, field list, directive series and section from a copy of the
+# rest of its input (a StringList slice), so its time grows with blocks times lines: a
+# quarter megabyte alternating paragraphs and directives takes half a minute, a megabyte
+# ten. A document whose count of block-opening lines times its count of lines is over
+# this (about 5 s of CPU at worst) is refused before docutils sees it; the largest pages
+# of CMake's manual stay a hundred times below.
+MAX_BLOCKS_TIMES_LINES = 200_000_000
+_BLOCK_OPENING = re.compile(
+    r"[ \t]*(?:\.\.[ \t]|[-*+|][ \t]|(?:\d+|#|\w)[.)][ \t]|:[^:\s]|([^\w\s])\1{3,}[ \t]*$)"
+)
+
+
+def blocks_times_lines(lines: list[str]) -> int:
+    """Lines that open a block (a marker, or the next line indented deeper), times lines."""
+    blocks = 0
+    previous_indent = -1
+    for line in reversed(lines):  # a line opens a block when the one after is indented more
+        stripped = line.lstrip()
+        indent = len(line) - len(stripped) if stripped else -1
+        if stripped and (0 <= indent < previous_indent or _BLOCK_OPENING.match(line)):
+            blocks += 1
+        if stripped:
+            previous_indent = indent
+    return blocks * len(lines)
+
+
 class _NullSink(io.TextIOBase):
     def write(self, text: str) -> int:
         return len(text)
@@ -244,11 +278,19 @@ def parse_rst(source: str, rules: RstRules) -> list[RstPart]:
     if _installed is not rules:
         _install(rules)
         _installed = rules
-    longest = max(map(len, source.expandtabs(_SETTINGS.tab_width).split("\n")), default=0)
+    lines = source.expandtabs(_SETTINGS.tab_width).split("\n")
+    longest = max(map(len, lines), default=0)
     if longest > MAX_LINE_CHARS:
         raise ValueError(
             f"a line has {longest} characters; reStructuredText lines are read up to"
             f" {MAX_LINE_CHARS}"
+        )
+    cost = blocks_times_lines(lines)
+    if cost > MAX_BLOCKS_TIMES_LINES:
+        raise ValueError(
+            f"too large for the reStructuredText parser: {len(lines)} lines with"
+            f" {cost // len(lines)} blocks (its time grows with their product, the most is"
+            f" {MAX_BLOCKS_TIMES_LINES:,}); split the file"
         )
     settings = copy.copy(_SETTINGS)
     settings.warning_stream = _NullSink()

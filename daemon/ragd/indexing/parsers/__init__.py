@@ -139,7 +139,7 @@ def file_suffix(filename: str) -> tuple[str, str]:
 def parse_document(data: bytes, filename: str) -> ParsedDocument:
     """Decode bytes and parse them by the file's suffix; raise UnsupportedDocument with a reason."""
     # Imported here because the format modules import the types defined above.
-    from ragd.indexing.parsers import decoding, html, markdown, rst, text
+    from ragd.indexing.parsers import decoding, html, markdown, text
 
     name, suffix = file_suffix(filename)
     if suffix not in SUPPORTED_SUFFIXES:
@@ -155,5 +155,7 @@ def parse_document(data: bytes, filename: str) -> ParsedDocument:
     if suffix in _HTML:
         return html.parse_html(source, stem)
     if suffix in _RST:
+        from ragd.indexing.parsers import rst  # docutils costs 75 ms to import: only when used
+
         return rst.parse_rst_document(source, stem)
     return text.parse_text(source, stem)
