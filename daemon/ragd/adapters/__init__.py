@@ -11,6 +11,8 @@ The rest of ragd talks to these libraries only through them (import-linter check
   `huggingface_hub`: fetching that model's files by repository id;
 - `watchdog`: inotify events under the watched roots;
 - `pathspec`: gitignore-style include and exclude patterns.
+- `docutils`: reStructuredText parsed into headings and blocks, no file read; its
+  directive and role lookups wrapped to fall back to generic ones (Sphinx projects' own).
 - `httpx` (the distribution httpx2): every outbound HTTP request, with its timeouts,
   whole-request deadline, redirects one at a time, raw body in pieces, proxy variables.
 - `ray`: `ragd reembed --ray`'s Ray Data job, through Lance datasets (lance_ray; the
