@@ -4,9 +4,10 @@ Owns parsing with docutils' reStructuredText parser, as a docs server holds Sphi
 projects: no Sphinx build and no docutils transforms, only the doctree of the source as
 written. Every directive and role resolves: the ones a Sphinx project defines for itself
 are unknown to docutils, and would otherwise fail the document or leave error messages
-and their raw markup in its text. So docutils' public lookups (`directives.directive`,
-`roles.role`) are wrapped once, as Sphinx does, to fall back to a generic directive (its
-arguments and content kept as text) and a generic role (its visible text). The caller
+and their raw markup in its text. So before a parse, each directive and role name the
+source uses that docutils does not know is registered (`register_directive`,
+`register_local_role`, docutils' public extension API) as a generic directive (its
+arguments and content kept as text) or a generic role (its visible text). The caller
 names which directives are code, which are labelled admonitions and which are dropped.
 
 Nothing reaches the file system: file insertion (`include`, `literalinclude`, `raw` with
@@ -21,9 +22,10 @@ import io
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import docutils.frontend
+import docutils.languages
 import docutils.utils
 from docutils import nodes
 from docutils.parsers import rst
@@ -169,58 +171,47 @@ def _generic_role(
     return [nodes.inline(rawtext, _role_text(text))], []
 
 
-_DIRECTIVE_LOOKUP = directives.directive
-_ROLE_LOOKUP = roles.role
-_RULES: dict[str, type[rst.Directive]] = {}
-# Names docutils does not know, remembered: its failed lookup builds a report each time
-# (a third of the parse of a page of Sphinx roles). Bounded, since the names come from
-# documents; past the bound a name is looked up as before.
+# Names seen in documents and registered here (docutils' public extension API), bounded
+# since the names come from documents; past the bound an unknown name is left to docutils,
+# whose error nodes are not read as text.
 _UNKNOWN_NAMES = 4096
-_unknown_directives: set[str] = set()
-_unknown_roles: set[str] = set()
-
-
-def _directive(
-    directive_name: str, language_module: Any, document: Any
-) -> tuple[type[rst.Directive], list[Any]]:
-    # The caller's rules come first: Sphinx's `code-block` or `note` are theirs to decide.
-    name = directive_name
-    known = _RULES.get(name.lower())
-    if known is not None:
-        return known, []
-    if name in _unknown_directives:
-        return _Generic, []
-    found, messages = _DIRECTIVE_LOOKUP(name, language_module, document)
-    if found is None and len(_unknown_directives) < _UNKNOWN_NAMES:
-        _unknown_directives.add(name)
-    return (found or _Generic), messages
-
-
-def _role(
-    role_name: str, language_module: Any, lineno: int, reporter: Any
-) -> tuple[Any, list[Any]]:
-    name = role_name
-    if name in _unknown_roles:
-        return _generic_role, []
-    found, messages = _ROLE_LOOKUP(name, language_module, lineno, reporter)
-    if found is None and len(_unknown_roles) < _UNKNOWN_NAMES:
-        _unknown_roles.add(name)
-    return (found or _generic_role), messages
-
-
-directives.directive = _directive
-roles.role = _role
+_registered_directives: set[str] = set()
+_registered_roles: set[str] = set()
+_DIRECTIVE_NAME = re.compile(r"^[ \t]*\.\.[ \t]+([A-Za-z0-9][\w.:+-]*?)::(?=\s|$)", re.M)
+_ROLE_NAME = re.compile(r"(?<![\w`]):([A-Za-z0-9][\w.:+-]*?):`")
+_ENGLISH = docutils.languages.get_language("en")
 
 
 def _install(rules: RstRules) -> None:
+    """Register the caller's rules: Sphinx's `code-block` or `note` are theirs to decide."""
     table: dict[str, type[rst.Directive]] = {name: _Code for name in rules.code}
     table |= {name: _Dropped for name in rules.dropped}
     for name, label in rules.labels.items():
         table[name] = type(f"_Labelled_{len(table)}", (_Labelled,), {"label": label})
     for name, label in rules.versioned.items():
         table[name] = type(f"_Versioned_{len(table)}", (_Versioned,), {"label": label})
-    _RULES.clear()
-    _RULES.update(table)
+    for name, directive in table.items():
+        directives.register_directive(name, directive)
+        _registered_directives.add(name)
+
+
+def _register_unknown(source: str, document: nodes.document) -> None:
+    """Give every directive and role `source` names that docutils does not know the
+    generic one, so a Sphinx project's own never fails a document nor shows its markup."""
+    for name in set(_DIRECTIVE_NAME.findall(source)) - _registered_directives:
+        if len(_registered_directives) >= _UNKNOWN_NAMES:
+            break
+        found, _ = directives.directive(name, _ENGLISH, document)
+        if found is None:
+            directives.register_directive(name, _Generic)
+        _registered_directives.add(name)
+    for name in set(_ROLE_NAME.findall(source)) - _registered_roles:
+        if len(_registered_roles) >= _UNKNOWN_NAMES:
+            break
+        role, _ = roles.role(name, _ENGLISH, 0, document.reporter)
+        if role is None:  # the stubs type a role's answer narrower than docutils takes it
+            roles.register_local_role(name, cast(Any, _generic_role))
+        _registered_roles.add(name)
 
 
 _SETTINGS = docutils.frontend.get_default_settings(rst.Parser)
@@ -295,6 +286,7 @@ def parse_rst(source: str, rules: RstRules) -> list[RstPart]:
     settings = copy.copy(_SETTINGS)
     settings.warning_stream = _NullSink()
     document = docutils.utils.new_document("<rst>", settings)
+    _register_unknown(source, document)
     try:
         rst.Parser().parse(source, document)
         return list(_walk(document, 0))
