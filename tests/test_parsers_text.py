@@ -24,6 +24,6 @@ def test_title_is_the_file_stem() -> None:
     assert parse_document(b"text", "dir/release.notes.text").title == "release.notes"
 
 
-def test_restructured_text_is_read_as_paragraphs() -> None:
-    doc = parse_document(b"Title\n=====\n\nBody text.\n", "index.rst")
+def test_underlined_lines_in_plain_text_are_paragraphs() -> None:
+    doc = parse_document(b"Title\n=====\n\nBody text.\n", "index.txt")
     assert [b.text for b in doc.sections[0].blocks] == ["Title\n=====", "Body text."]

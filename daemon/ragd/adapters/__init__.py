@@ -11,6 +11,8 @@ The rest of ragd talks to these libraries only through them (import-linter check
   `huggingface_hub`: fetching that model's files by repository id;
 - `watchdog`: inotify events under the watched roots;
 - `pathspec`: gitignore-style include and exclude patterns.
+- `docutils`: reStructuredText parsed into headings and blocks, no file read; a project's
+  own directives and roles registered as generic ones through its public extension API.
 - `markdown_it` (markdown-it-pyrs): Markdown source to its tree of block nodes.
 - `nbformat`: Jupyter notebooks read, upgraded to format 4 and validated; imported only
   when a notebook is parsed.

@@ -34,8 +34,8 @@ from ragd.errors import ConfigError
 SourceType = Literal["folder", "webhook", "sitemap", "wordpress"]
 WebhookFormatName = Literal["ragd", "strapi", "ghost", "contentful", "sanity", "directus"]
 DEFAULT_INCLUDE: Final = (
-    "**/*.md", "**/*.markdown", "**/*.mdx", "**/*.html", "**/*.htm", "**/*.txt", "**/*.ipynb",
-    "**/*.pdf",
+    "**/*.md", "**/*.markdown", "**/*.mdx", "**/*.html", "**/*.htm", "**/*.txt", "**/*.rst",
+    "**/*.ipynb", "**/*.pdf",
 )  # fmt: skip
 DEFAULT_EXCLUDE: Final = (".git/", "node_modules/", ".*/")
 

@@ -25,17 +25,17 @@ __all__ = [
 ]
 
 # Part of the pipeline fingerprint: bump whenever any parser's output can change.
-PARSER_VERSION = "2"  # 2: markdown-it-pyrs (lazy continuation per CommonMark)
+PARSER_VERSION = "3"  # 3: reStructuredText, MDX, notebooks, PDF; generator markup dropped
 
 _MARKDOWN = frozenset({".md", ".markdown"})
 _MDX = frozenset({".mdx"})
 _HTML = frozenset({".html", ".htm"})
-# reStructuredText is read as plain paragraphs until it has a parser of its own.
-_TEXT = frozenset({".txt", ".text", ".rst"})
+_TEXT = frozenset({".txt", ".text"})
+_RST = frozenset({".rst", ".rest"})
 _NOTEBOOK = frozenset({".ipynb"})
 _PDF = frozenset({".pdf"})
 
-SUPPORTED_SUFFIXES: frozenset[str] = _MARKDOWN | _MDX | _HTML | _TEXT | _NOTEBOOK | _PDF
+SUPPORTED_SUFFIXES: frozenset[str] = _MARKDOWN | _MDX | _HTML | _TEXT | _RST | _NOTEBOOK | _PDF
 
 # A heading longer than this is almost certainly not one (a runaway line); it would
 # otherwise be repeated in the prefix of every chunk below it.
@@ -167,6 +167,10 @@ def parse_document(data: bytes, filename: str) -> ParsedDocument:
         return mdx.parse_mdx(source, stem, filename)
     if suffix in _HTML:
         return html.parse_html(source, stem)
+    if suffix in _RST:
+        from ragd.indexing.parsers import rst  # docutils costs 75 ms to import: only when used
+
+        return rst.parse_rst_document(source, stem)
     if suffix in _NOTEBOOK:
         from ragd.indexing.parsers import notebook  # nbformat's ~0.15 s import: notebooks only
 

@@ -1,0 +1,88 @@
+"""reStructuredText (Sphinx projects as written) to titled sections of text and code blocks.
+
+docutils (through ragd.adapters.docutils) finds the structure; no Sphinx build is run.
+Sections, whatever their underline and overline styles, nest as docutils nests them and
+give the heading path; the title is the first top-level section's. Sphinx's roles read as
+their text, code directives and literal blocks (`::`) become code, admonitions keep their
+text behind their label ("Note:", "Deprecated since version 3.2:"), and the directives
+that render no text of their own (tables of contents, index entries, `only`, `raw`) are
+dropped with their content. Every other directive a project defines keeps its argument
+and content as text.
+
+`include` and `literalinclude` read other files: they are dropped for now, since resolving
+them inside the source root needs the root, which parsing does not see.
+"""
+
+from __future__ import annotations
+
+from ragd.adapters.docutils import RstHeading, RstRules, parse_rst
+from ragd.indexing.parsers import (
+    Block,
+    ParsedDocument,
+    SectionBuilder,
+    UnsupportedDocument,
+    normalize_heading,
+)
+
+_RULES = RstRules(
+    code=frozenset(
+        {"code", "code-block", "sourcecode", "doctest", "testcode", "testoutput", "testsetup"}
+    ),
+    labels={
+        "note": "Note",
+        "warning": "Warning",
+        "tip": "Tip",
+        "hint": "Hint",
+        "important": "Important",
+        "caution": "Caution",
+        "attention": "Attention",
+        "danger": "Danger",
+        "error": "Error",
+        "todo": "Todo",
+        "seealso": "See also",
+    },
+    versioned={
+        "versionadded": "Added in version",
+        "versionchanged": "Changed in version",
+        "deprecated": "Deprecated since version",
+        "versionremoved": "Removed in version",
+    },
+    dropped=frozenset(
+        {
+            "toctree",
+            "contents",
+            "only",
+            "raw",
+            "index",
+            "meta",
+            "include",
+            "literalinclude",
+            "highlight",
+            "default-role",
+            "role",
+            "currentmodule",
+            "sectionauthor",
+            "moduleauthor",
+            "codeauthor",
+            "tabularcolumns",
+        }
+    ),
+)
+
+
+def parse_rst_document(source: str, stem: str) -> ParsedDocument:
+    """Parse reStructuredText into sections; the title is the first top-level section's."""
+    try:
+        parts = parse_rst(source, _RULES)
+    except ValueError as exc:
+        raise UnsupportedDocument(str(exc)) from exc
+    builder = SectionBuilder()
+    title: str | None = None
+    for part in parts:
+        if isinstance(part, RstHeading):
+            heading = builder.heading(part.level, part.text)
+            if part.level == 1 and title is None and heading:
+                title = heading
+        else:
+            builder.add(Block(part.text, is_code=part.is_code))
+    return ParsedDocument(title=title or normalize_heading(stem), sections=builder.sections())

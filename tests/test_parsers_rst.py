@@ -1,0 +1,320 @@
+"""reStructuredText parsing: Sphinx pages as a reader sees them, sections, code, labels."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ragd.adapters.docutils import MAX_BLOCKS_TIMES_LINES, blocks_times_lines
+from ragd.indexing.chunking import ChunkSettings, chunk_document
+from ragd.indexing.indexer import Indexer
+from ragd.indexing.parsers import Block, ParsedDocument, UnsupportedDocument, parse_document
+from ragd.indexing.pipeline import Pipeline, manifest_keyword_rows
+from ragd.sources.folders import FolderSource
+from ragd.stores.data_dir import DataDir, WriterStores
+from tests.conftest import FakeEmbedder
+
+FIXTURES = Path(__file__).parent / "fixtures" / "rst"
+RST_FIXTURES = sorted(FIXTURES.glob("*.rst"))
+
+
+def parse(source: str, filename: str = "page.rst") -> ParsedDocument:
+    return parse_document(source.encode(), filename)
+
+
+def paths(doc: ParsedDocument) -> list[tuple[str, ...]]:
+    return [section.heading_path for section in doc.sections]
+
+
+def texts(doc: ParsedDocument) -> list[str]:
+    return [block.text for section in doc.sections for block in section.blocks]
+
+
+def test_sections_of_every_underline_and_overline_style_nest_as_the_heading_path() -> None:
+    doc = parse(
+        "#####\nTitle\n#####\n\na\n\nOne\n***\n\nb\n\nTwo\n===\n\nc\n\nThree\n-----\n\nd\n\n"
+        'Four\n^^^^\n\ne\n\nFive\n""""\n\nf\n\nBack\n****\n\ng\n'
+    )
+    assert paths(doc) == [
+        ("Title",),
+        ("Title", "One"),
+        ("Title", "One", "Two"),
+        ("Title", "One", "Two", "Three"),
+        ("Title", "One", "Two", "Three", "Four"),
+        ("Title", "One", "Two", "Three", "Four", "Five"),
+        ("Title", "Back"),
+    ]
+
+
+def test_the_title_is_the_first_top_level_section() -> None:
+    assert parse("Guide\n=====\n\ntext\n\nPart\n----\n\nmore\n").title == "Guide"
+
+
+def test_a_page_without_sections_is_titled_by_its_stem() -> None:
+    doc = parse("Just a paragraph.\n", "docs/release-notes.rst")
+    assert doc.title == "release-notes"
+    assert paths(doc) == [()]
+
+
+def test_the_headings_of_a_real_page_are_its_sections() -> None:
+    doc = parse_document((FIXTURES / "command_if.rst").read_bytes(), "if.rst")
+    assert doc.title == "if"
+    assert sorted(set(paths(doc)), key=paths(doc).index) == [
+        ("if",),
+        ("if", "Synopsis"),
+        ("if", "Condition Syntax"),
+        ("if", "Condition Syntax", "Basic Expressions"),
+        ("if", "Condition Syntax", "Logic Operators"),
+        ("if", "Condition Syntax", "Existence Checks"),
+        ("if", "Condition Syntax", "File Operations"),
+        ("if", "Condition Syntax", "Comparisons"),
+        ("if", "Condition Syntax", "Version Comparisons"),
+        ("if", "Condition Syntax", "Path Comparisons"),
+        ("if", "Variable Expansion"),
+        ("if", "See also"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("markup", "shown"),
+    [
+        (":command:`add_library`", "add_library"),
+        (":ref:`label <x>`", "label"),
+        (
+            ":ref:`cmake-language(7) variables <CMake Language Variables>`",
+            "cmake-language(7) variables",
+        ),
+        (":py:func:`os.path.join`", "os.path.join"),
+        (":func:`~os.path.join`", "join"),
+        (":class:`!Marker`", "Marker"),
+        (":prop_tgt:`FRAMEWORK`", "FRAMEWORK"),
+        ("`title reference`", "title reference"),
+        ("``literal``", "literal"),
+        ("|release|", "release"),
+    ],
+)
+def test_roles_and_inline_markup_read_as_their_text(markup: str, shown: str) -> None:
+    assert texts(parse(f"Use {markup} here.\n")) == [f"Use {shown} here."]
+
+
+def test_an_unknown_directive_keeps_its_argument_and_content_as_text() -> None:
+    doc = parse(
+        ".. cmake:signature:: add_library(<name> ALIAS <target>)\n"
+        "   :target: ALIAS\n   :anything-else: 3\n\n   Creates an *Alias* target.\n"
+    )
+    assert texts(doc) == ["add_library(<name> ALIAS <target>)", "Creates an Alias target."]
+
+
+def test_unknown_directives_and_roles_never_fail_a_document() -> None:
+    doc = parse(
+        "Title\n=====\n\n.. frobnicate::\n\n.. frobnicate:: a b c\n   :x:\n\n"
+        "   .. nested-unknown::\n\n      :weird:role:`deep` and :another:`one`\n\n"
+        ":unknown:`x` and :also-unknown:`y <z>`\n"
+    )
+    assert texts(doc) == ["a b c", "deep and one", "x and y"]
+
+
+def test_code_directives_and_literal_blocks_are_code() -> None:
+    doc = parse(
+        "Example::\n\n   make all\n\n.. code-block:: python\n   :linenos:\n   :caption: x\n\n"
+        "   print(1)\n\n.. sourcecode:: c\n\n   int x;\n\n.. code:: sh\n\n   ls\n\n"
+        ">>> 1 + 1\n2\n"
+    )
+    assert doc.sections[0].blocks == (
+        Block("Example:"),
+        Block("make all", is_code=True),
+        Block("print(1)", is_code=True),
+        Block("int x;", is_code=True),
+        Block("ls", is_code=True),
+        Block(">>> 1 + 1\n2", is_code=True),
+    )
+
+
+@pytest.mark.parametrize(
+    ("markup", "shown"),
+    [
+        (".. note:: Mind the gap.", "Note: Mind the gap."),
+        (".. warning::\n\n   Mind the gap.", "Warning: Mind the gap."),
+        (".. tip:: Mind the gap.", "Tip: Mind the gap."),
+        (".. seealso:: Mind the gap.", "See also: Mind the gap."),
+        (".. versionadded:: 3.1\n   Mind the gap.", "Added in version 3.1: Mind the gap."),
+        (".. versionchanged:: 3.2\n\n   Mind the gap.", "Changed in version 3.2: Mind the gap."),
+        (".. deprecated:: 4.0 Mind the gap.", "Deprecated since version 4.0: Mind the gap."),
+        (".. versionadded:: 3.1", "Added in version 3.1"),
+        (".. admonition:: Careful\n\n   Mind the gap.", "Careful: Mind the gap."),
+    ],
+)
+def test_admonitions_keep_their_text_behind_their_label(markup: str, shown: str) -> None:
+    assert texts(parse(markup + "\n")) == [shown]
+
+
+@pytest.mark.parametrize(
+    "markup",
+    [
+        ".. toctree::\n   :maxdepth: 2\n\n   intro\n   usage",
+        ".. contents:: On this page\n   :local:",
+        ".. only:: html\n\n   Only in HTML.",
+        ".. raw:: html\n\n   <b>raw</b>",
+        ".. index:: single: marker; pair",
+        ".. meta::\n   :keywords: a, b",
+        ".. a comment\n   on two lines",
+        ".. |name| replace:: substituted",
+        ".. _label:",
+        ".. _Link: https://example.org/",
+        ".. include:: other.rst",
+        ".. literalinclude:: example.py\n   :lines: 1-3",
+        ".. highlight:: c",
+    ],
+)
+def test_directives_that_render_no_text_of_their_own_are_dropped(markup: str) -> None:
+    assert texts(parse(f"Before.\n\n{markup}\n\nAfter.\n")) == ["Before.", "After."]
+
+
+def test_no_file_is_read_by_include_raw_or_csv_table(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOPSECRET,1\n")
+    doc = parse(
+        f".. include:: {secret}\n\n.. raw:: html\n   :file: {secret}\n\n"
+        f".. csv-table:: t\n   :file: {secret}\n\nvisible\n"
+    )
+    assert not any("TOPSECRET" in text for text in texts(doc))
+    assert "visible" in texts(doc)
+
+
+def test_tables_and_lists_become_text() -> None:
+    doc = parse(
+        "* one\n* two\n\n1. first\n2. second\n\nterm\n   definition\n\n"
+        "+-----+-----+\n| a   | b   |\n+=====+=====+\n| 1   | 2   |\n+-----+-----+\n\n"
+        "=== ===\nx   y\n=== ===\n3   4\n=== ===\n"
+    )
+    assert texts(doc) == [
+        "one\ntwo",
+        "first\nsecond",
+        "term\ndefinition",
+        "a | b\n1 | 2",
+        "x | y\n3 | 4",
+    ]
+
+
+def test_rst_and_rest_are_restructured_text_and_txt_stays_plain() -> None:
+    source = b"Title\n=====\n\nBody.\n"
+    assert paths(parse_document(source, "a.rst")) == [("Title",)]
+    assert paths(parse_document(source, "a.REST")) == [("Title",)]
+    assert texts(parse_document(source, "a.txt")) == ["Title\n=====", "Body."]
+
+
+def test_docutils_writes_no_report_to_stderr(capfd: pytest.CaptureFixture[str]) -> None:
+    parse("Title\n===\n\n.. image::\n\n:unknown:`x`\n\n`unclosed\n\n.. code-block::\n")
+    assert capfd.readouterr() == ("", "")
+
+
+# Raw markup a reader never sees: directive and comment markers, role syntax, section
+# adornment lines, substitution references. `|A|B|` in signatures is text, not one.
+_MARKUP = {
+    "directive": re.compile(r"^\s*\.\. ", re.M),
+    "role": re.compile(r":[\w:+.-]+:`"),
+    "underline": re.compile(r"^\s*([=\-~^\"'`#*+<>_:.])\1{3,}\s*$", re.M),
+    "substitution": re.compile(r"(?<![\w|])\|[A-Za-z][\w-]*\|(?![\w|])"),
+}
+
+
+@pytest.mark.parametrize("path", RST_FIXTURES, ids=lambda p: p.name)
+def test_no_chunk_of_a_real_page_holds_rst_markup(path: Path) -> None:
+    doc = parse_document(path.read_bytes(), path.name)
+    chunks = chunk_document(doc, ChunkSettings(900, 120))
+
+    assert chunks
+    found = {
+        (name, chunk.ordinal)
+        for chunk in chunks
+        for name, pattern in _MARKUP.items()
+        if pattern.search(chunk.text)
+    }
+    assert found == set()
+
+
+def test_the_fixtures_are_six_or_more_real_pages() -> None:
+    assert len(RST_FIXTURES) >= 6
+
+
+# Hostile input: each would take minutes if a step were quadratic; the timeouts are far
+# above the seconds a linear parse takes on a loaded machine, and nothing asserts a time.
+
+
+@pytest.mark.timeout(120)
+def test_a_hundred_thousand_underline_lines_fail_the_document_before_docutils_runs() -> None:
+    with pytest.raises(UnsupportedDocument, match="too large for the reStructuredText parser"):
+        parse("Title\n" + "=====\n" * 100_000)
+
+
+@pytest.mark.timeout(120)
+def test_dense_markup_past_the_parsers_budget_fails_the_document_with_its_size() -> None:
+    # docutils copies the rest of its input for every such block: half a minute as written.
+    source = "paragraph\n\n.. directive::\n\n" * 12_000
+    with pytest.raises(UnsupportedDocument, match="48001 lines with 12000 blocks"):
+        parse(source)
+
+
+@pytest.mark.timeout(120)
+def test_the_largest_real_page_is_far_inside_the_parsers_budget() -> None:
+    # CMake's largest manual page (121 KB) counts 3.1 million; the fixtures far less.
+    for path in RST_FIXTURES:
+        lines = path.read_text().split("\n")
+        assert blocks_times_lines(lines) * 10 < MAX_BLOCKS_TIMES_LINES
+
+
+@pytest.mark.timeout(60)
+def test_an_over_long_line_fails_the_document_with_its_length() -> None:
+    with pytest.raises(UnsupportedDocument, match="a line has 100006 characters"):
+        parse("Title\n" + "=" * 100_000 + "=" * 6 + "\n")
+
+
+@pytest.mark.timeout(120)
+def test_nesting_deeper_than_the_parser_recurses_fails_the_document_with_a_reason() -> None:
+    source = "".join(" " * depth + f"level {depth}\n\n" for depth in range(2000))
+    with pytest.raises(UnsupportedDocument, match="nests too deep"):
+        parse(source)
+
+
+@pytest.mark.timeout(120)
+def test_a_page_after_a_failed_one_parses_as_before() -> None:
+    expected = parse("Title\n=====\n\n:ref:`a <b>` and .. x\n")
+    with pytest.raises(UnsupportedDocument):
+        parse("".join("  " * depth + "* item\n\n" for depth in range(1000)))
+    assert parse("Title\n=====\n\n:ref:`a <b>` and .. x\n") == expected
+
+
+def _index(root: Path, data: Path, embedder: FakeEmbedder) -> dict[str, dict[str, int]]:
+    stores = WriterStores(DataDir(data), keyword_rows=manifest_keyword_rows)
+    try:
+        folder = FolderSource("docs", root, ("**/*.rst",))
+        pipeline = Pipeline(ChunkSettings(900, 120), embedder.identity)
+        report = Indexer(stores, [folder], pipeline, embedder).run().to_json()
+    finally:
+        stores.close()
+    return report  # type: ignore[return-value]
+
+
+def test_editing_one_section_embeds_only_that_sections_chunks(
+    tmp_path: Path, fake_embedder: FakeEmbedder
+) -> None:
+    root = tmp_path / "docs"
+    root.mkdir()
+    page = root / "add_library.rst"
+    shutil.copy(FIXTURES / "command_add_library.rst", page)
+    first = _index(root, tmp_path / "data", fake_embedder)
+    fake_embedder.texts.clear()
+    source = page.read_text()
+    edited = "targets can be used as linkable targets and as targets to\nread"
+    assert source.count(edited) == 1
+    page.write_text(source.replace(edited, edited.replace("linkable", "linked-to")))
+
+    report = _index(root, tmp_path / "data", fake_embedder)
+
+    assert report["documents"]["changed"] == 1
+    assert report["chunks"]["embedded"] == len(fake_embedder.texts) >= 1
+    assert all(text.startswith("add_library — Alias Libraries\n") for text in fake_embedder.texts)
+    assert report["chunks"]["reused"] == first["chunks"]["embedded"] - report["chunks"]["deleted"]
