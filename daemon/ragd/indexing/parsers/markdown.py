@@ -28,21 +28,7 @@ from ragd.indexing.parsers.generator_markup import is_attribute_list, strip_gene
 # inline source anyway, and inline parsing is the slow, memory-hungry part (a 1 MB run of
 # emphasis takes minutes). markdown-it-pyrs, not markdown-it-py: the same sections for
 # every page of tldr and fastapi-docs, in about a third of the time.
-_PARSER = block_parser(
-    [
-        "blockquote",
-        "code",
-        "fence",
-        "heading",
-        "hr",
-        "html_block",
-        "lheading",
-        "list",
-        "paragraph",
-        "reference",
-        "table",
-    ]
-)
+_PARSER = block_parser()
 # markdown-it.rs recurses once per nested list or quote and overflows the stack (SIGSEGV,
 # which no handler can catch) at 10,000-30,000 levels. Each level costs a line at least
 # one character of prefix (`>`, a list marker, or two columns of indentation), so a file
