@@ -49,6 +49,7 @@ def _source(name: str = "docs", **fields: Any) -> dict[str, Any]:
         "stale": 0,
         "last_indexed_at": "2026-12-02T11:57:00.000000Z",
         "failed_documents": [],
+        "warned_documents": [],
         "empty_documents": [],
         "stale_by_reason": {},
         "stale_documents": [],

@@ -1,5 +1,6 @@
-"""state.db written by a ragd before the second stage (schema 1): readers still read it, and
-the first writer to open it adds the second-stage key column without losing a row."""
+"""state.db written by a ragd before the second stage and pages (schema 1): readers still
+read it, and the first writer to open it adds the second-stage key and page columns without
+losing a row."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 
 from ragd.stores.manifest import Manifest
 from ragd.stores.manifest_reader import ManifestReader
-from ragd.stores.manifest_schema import SCHEMA_VERSION, has_second_keys
+from ragd.stores.manifest_schema import SCHEMA_VERSION, has_pages, has_second_keys
 
 
 @pytest.fixture
@@ -45,6 +46,7 @@ def test_a_reader_reads_a_schema_1_manifest(schema_1: Path) -> None:
     reader = ManifestReader.open(schema_1)
 
     assert reader.chunks(["c1"])["c1"].second_key is None
+    assert reader.chunks(["c1"])["c1"].page is None
     assert reader.second_stage_missing(10) == []
     assert reader.second_stage_coverage() == {}
 
@@ -57,3 +59,11 @@ def test_the_first_writer_adds_the_second_key_column_and_keeps_every_row(schema_
     assert conn.execute("SELECT chunk_id, second_key FROM chunks").fetchall() == [("c1", None)]
     version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
     assert version == (str(SCHEMA_VERSION),)
+
+
+def test_the_first_writer_adds_the_page_column_and_keeps_every_row(schema_1: Path) -> None:
+    Manifest.open(schema_1).close()
+
+    conn = sqlite3.connect(schema_1)
+    assert has_pages(conn)
+    assert conn.execute("SELECT chunk_id, page FROM chunks").fetchall() == [("c1", None)]

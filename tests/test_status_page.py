@@ -26,6 +26,7 @@ def source(name: str = "docs", **changes: Any) -> dict[str, Any]:
         "stale_by_reason": {},
         "last_indexed_at": format_time(NOW - timedelta(minutes=3)),
         "failed_documents": [],
+        "warned_documents": [],
         "stale_documents": [],
         "second_stage": None,
         "unreachable": None,
@@ -100,6 +101,7 @@ def test_a_hostile_title_path_reason_and_source_name_stay_text() -> None:
         stale_documents=[{"path": HOSTILE, "reasons": [HOSTILE], "indexed_at": None}],
         failed=1,
         failed_documents=[{"path": HOSTILE, "error": HOSTILE}],
+        warned_documents=[{"path": HOSTILE, "warning": HOSTILE}],
         unreachable=HOSTILE,
     )
     events = [(format_time(NOW), "failed", HOSTILE, HOSTILE)]

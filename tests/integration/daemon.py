@@ -113,6 +113,7 @@ class Served:
         rerank: Path | None = None,
         sections: str = "",
         reader: bool = False,
+        include: tuple[str, ...] = ("**/*.md",),
     ) -> None:
         self.port = free_port()
         self.workdir = workdir
@@ -122,6 +123,7 @@ class Served:
             workdir,
             root,
             rerank=rerank,
+            include=include,
             sections=f'[http]\nlisten = "127.0.0.1:{self.port}"\n\n{schedule}\n{sections}',
             extra=extra_sources,
         )

@@ -109,8 +109,9 @@ def query_text(response: Mapping[str, Any], now: datetime) -> str:
         flag = f"  [STALE: {', '.join(reasons)}]" if reasons else ""
         lines.append(f"{hit['rank']:>2}. {where}{flag}")
         second = f"  second stage #{hit['second_stage_rank'] or '-'}" if response["rerank"] else ""
+        page = f" (page {hit['page']})" if hit.get("page") is not None else ""
         lines.append(
-            f"    {hit['source']}:{hit['path']}  score {hit['score']:.4f}  "
+            f"    {hit['source']}:{hit['path']}{page}  score {hit['score']:.4f}  "
             f"bm25 #{hit['bm25_rank'] or '-'}  vector #{hit['vector_rank'] or '-'}{second}  "
             f"indexed {relative_time(hit['indexed_at'], now)}"
         )
@@ -174,6 +175,8 @@ def status_text(report: dict[str, Any]) -> str:
     for s in sources:
         for doc in s["failed_documents"]:
             lines.append(f"failed  {s['name']}:{doc['path']}: {doc['error']}")
+        for doc in s["warned_documents"]:
+            lines.append(f"warning {s['name']}:{doc['path']}: {doc['warning']}")
         for path in s["empty_documents"]:
             lines.append(f"empty   {s['name']}:{path}: no text to index")
         lines.extend(_skipped_text(s["name"], s.get("skipped")))

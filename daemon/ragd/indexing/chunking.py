@@ -66,12 +66,16 @@ class ChunkSettings:
     frozen=True
 )  # no slots: it crosses from the worker, see ragd.indexing.preparing.Prepared
 class Chunk:
-    """One unit of retrieval: its body, and the labelled text that is embedded and indexed."""
+    """One unit of retrieval: its body, and the labelled text that is embedded and indexed.
+
+    `page` is the 1-based page of a paged document it is on (a section never spans pages).
+    """
 
     ordinal: int
     heading_path: tuple[str, ...]
     text: str
     embed_text: str
+    page: int | None = None
 
 
 def embed_prefix(title: str, heading_path: tuple[str, ...]) -> str:
@@ -103,6 +107,7 @@ def chunk_document(doc: ParsedDocument, settings: ChunkSettings) -> list[Chunk]:
                     heading_path=section.heading_path,
                     text=text,
                     embed_text=labelled_text(doc.title, section.heading_path, text),
+                    page=section.page,
                 )
             )
     return chunks

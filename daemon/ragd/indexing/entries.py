@@ -140,6 +140,7 @@ def entry_outcome(
         content_hash=digest,
         fingerprint=fingerprint,
         chunks=processed.chunks,
+        error=processed.warning,
     )
     kind: OutcomeKind = "added" if record is None or record.content_hash is None else "changed"
     return EntryOutcome(kind, write)

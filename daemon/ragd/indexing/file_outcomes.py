@@ -95,6 +95,7 @@ def file_outcome(
         content_hash=digest,
         fingerprint=fingerprint,
         chunks=processed.chunks,
+        error=processed.warning,
     )
     return FileOutcome(kind, write, size, mtime_ns)
 

@@ -57,6 +57,7 @@ class PreparedChunk(NamedTuple):
     vector: Vector | None = None
     identifiers: str | None = None
     second_key: str | None = None  # the second-stage embedding key; None with it off
+    page: int | None = None  # the 1-based page of a paged document (PDF)
 
 
 PreparedWrite = DocumentWrite[PreparedChunk]
@@ -64,10 +65,12 @@ PreparedWrite = DocumentWrite[PreparedChunk]
 
 
 class ProcessedDocument(NamedTuple):
-    """A parsed and chunked document."""
+    """A parsed and chunked document; `warning` says where it was read other than as
+    written (the parser's warnings on one line), else None."""
 
     title: str
     chunks: tuple[PreparedChunk, ...]
+    warning: str | None = None
 
 
 @dataclass(frozen=True)
@@ -155,9 +158,11 @@ class Pipeline:
                     second_key=None
                     if self.second_identity is None
                     else embed_key(self.second_identity, c.embed_text),
+                    page=c.page,
                 )
                 for c in chunks
             ),
+            "; ".join(parsed.warnings) or None,
         )
 
 

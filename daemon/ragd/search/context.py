@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from ragd.errors import QueryRefused
 from ragd.search.parents import Parent
-from ragd.search.results import SearchResponse
+from ragd.search.results import SearchResponse, cited_uri
 from ragd.search.sections import joined
 from ragd.stores.records import ChunkRecord
 
@@ -54,13 +54,14 @@ class Passage:
     doc_id: str
     title: str
     heading_path: tuple[str, ...]
-    uri: str
+    uri: str  # with `#page=N` for a passage on a page of a PDF
     first: int  # the chunk ordinals it covers
     last: int
     text: str
     indexed_at: str | None
     stale_reasons: tuple[str, ...]
     chunk_ids: list[str] = field(default_factory=list)
+    page: int | None = None
 
     @property
     def citation(self) -> str:
@@ -84,6 +85,7 @@ class Passage:
             "chunk_ids": list(self.chunk_ids),
             "title": self.title,
             "heading_path": list(self.heading_path),
+            "page": self.page,
             "uri": self.uri,
             "text": self.text,
             "indexed_at": self.indexed_at,
@@ -169,13 +171,14 @@ def build_context(response: SearchResponse, parent_of: ParentOf, max_chars: int)
                 doc_id=doc.doc_id,
                 title=doc.title,
                 heading_path=chunk.heading_path,
-                uri=doc.uri,
+                uri=cited_uri(doc.uri, chunk.page),
                 first=first,
                 last=last,
                 text=text,
                 indexed_at=doc.indexed_at,
                 stale_reasons=hit.stale_reasons,
                 chunk_ids=[chunk.chunk_id],
+                page=chunk.page,
             )
         )
     return context

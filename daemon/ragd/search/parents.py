@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import groupby
 
+from ragd.search.results import cited_uri
 from ragd.search.sections import SEPARATOR, around, joined
 from ragd.stores.manifest_reader import ManifestReader
 from ragd.stores.records import ChunkRecord, DocumentRecord
@@ -20,7 +21,8 @@ from ragd.stores.records import ChunkRecord, DocumentRecord
 @dataclass(frozen=True)
 class Parent:
     """A section or a document as text: `first`..`last` are the chunk ordinals it covers,
-    `chars` its whole length, `truncated` whether `text` was cut to the budget."""
+    `chars` its whole length, `truncated` whether `text` was cut to the budget, `page`
+    the page of a paged document a section is on (None for a whole document)."""
 
     doc_id: str
     heading_path: tuple[str, ...]  # the section's; () for a whole document
@@ -29,16 +31,18 @@ class Parent:
     text: str
     chars: int
     truncated: bool
+    page: int | None = None
 
 
 def section_around(manifest: ManifestReader, chunk: ChunkRecord, max_chars: int) -> Parent:
     """The chunk's section: the run of consecutive chunks with its heading path (two
-    sections of one document may share a heading path, "Example" twice, and stay apart),
-    at most `max_chars` around the chunk's own window."""
+    sections of one document may share a heading path, "Example" twice, and stay apart)
+    and its page (a section of a PDF is cited by the page it is on), at most `max_chars`
+    around the chunk's own window."""
     same = {
         c.ordinal: c.text
         for c in manifest.chunks_of(chunk.doc_id)
-        if c.heading_path == chunk.heading_path
+        if c.heading_path == chunk.heading_path and c.page == chunk.page
     }
     same.setdefault(chunk.ordinal, chunk.text)
     first = last = chunk.ordinal
@@ -51,7 +55,14 @@ def section_around(manifest: ManifestReader, chunk: ChunkRecord, max_chars: int)
     start = starts[chunk.ordinal - first]
     text = around(whole, start, start + len(same[chunk.ordinal]), max_chars)
     return Parent(
-        chunk.doc_id, chunk.heading_path, first, last, text, len(whole), len(text) < len(whole)
+        chunk.doc_id,
+        chunk.heading_path,
+        first,
+        last,
+        text,
+        len(whole),
+        len(text) < len(whole),
+        chunk.page,
     )
 
 
@@ -91,9 +102,10 @@ class ParentHit:
             "chunk_id": self.chunk_id,
             "source": doc.source,
             "path": doc.key,
-            "uri": doc.uri,
+            "uri": cited_uri(doc.uri, parent.page),
             "title": doc.title,
             "heading_path": list(parent.heading_path),
+            "page": parent.page,
             "text": parent.text,
             "chars": parent.chars,
             "truncated": parent.truncated,

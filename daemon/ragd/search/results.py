@@ -17,6 +17,12 @@ Mode = Literal["hybrid", "bm25", "vector"]
 MODES: tuple[Mode, ...] = ("hybrid", "bm25", "vector")
 
 
+def cited_uri(uri: str, page: int | None) -> str:
+    """Where a chunk is: its document's uri, and `#page=N` for one on a page of a PDF
+    (the fragment PDF viewers open at, RFC 8118)."""
+    return uri if page is None else f"{uri}#page={page}"
+
+
 @dataclass(frozen=True)
 class QueryRequest:
     """A query as a client asks it (`mode` None: the configured default)."""
@@ -61,9 +67,10 @@ class Hit:
             "doc_id": doc.doc_id,
             "source": doc.source,
             "path": doc.key,
-            "uri": doc.uri,
+            "uri": cited_uri(doc.uri, self.chunk.page),
             "title": doc.title,
             "heading_path": list(self.chunk.heading_path),
+            "page": self.chunk.page,
             "text": self.chunk.text,
             "score": self.score,
             "bm25_rank": self.bm25_rank,

@@ -46,6 +46,8 @@ class SourceStatus:
     median_indexed_at: str | None
     oldest_indexed_at: str | None
     failed_documents: list[tuple[str, str]]
+    # Indexed, but read other than as written (MDX read as Markdown): path, the warning.
+    warned_documents: list[tuple[str, str]]
     empty_documents: list[str]
     stale_documents: list[tuple[str, list[str], str | None]]  # path, reasons, indexed_at
     pending_jobs: int
@@ -67,6 +69,7 @@ class SourceStatus:
             "pending": self.pending,
             "chunks": self.chunks,
             "failed": len(self.failed_documents),
+            "warnings": len(self.warned_documents),
             "stale": self.stale,
             "stale_by_reason": self.stale_by_reason,
             "empty": len(self.empty_documents),
@@ -75,6 +78,7 @@ class SourceStatus:
             "median_indexed_at": self.median_indexed_at,
             "oldest_indexed_at": self.oldest_indexed_at,
             "failed_documents": [{"path": p, "error": e} for p, e in self.failed_documents],
+            "warned_documents": [{"path": p, "warning": w} for p, w in self.warned_documents],
             "empty_documents": self.empty_documents,
             "stale_documents": [
                 {"path": p, "reasons": r, "indexed_at": t} for p, r, t in self.stale_documents
@@ -210,6 +214,7 @@ class _SourceTally:
         self.reasons: Counter[str] = Counter()
         self.indexed_times: list[str] = []
         self.failed: list[tuple[str, str]] = []
+        self.warned: list[tuple[str, str]] = []
         self.empty: list[str] = []
         self.stale: list[tuple[str, list[str], str | None]] = []
 
@@ -223,6 +228,8 @@ class _SourceTally:
         if doc.status == "failed":
             self.failed.append((doc.key, doc.error or ""))
             return
+        if doc.status == "indexed" and doc.error:
+            self.warned.append((doc.key, doc.error))
         if doc.status == "indexed" and doc.chunk_count == 0:
             self.empty.append(doc.key)
         found = stale_reasons(
@@ -260,6 +267,7 @@ class _SourceTally:
             median_indexed_at=times[len(times) // 2] if times else None,
             oldest_indexed_at=times[0] if times else None,
             failed_documents=self.failed,
+            warned_documents=self.warned,
             empty_documents=self.empty,
             stale_documents=self.stale,
             pending_jobs=pending_jobs,

@@ -126,7 +126,7 @@ class Manifest(ManifestReader):
             )
             conn.executemany(
                 "INSERT INTO chunks (chunk_id, doc_id, ordinal, heading_path, text, embed_key, "
-                "second_key) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "second_key, page) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [_chunk_row(c) for w in kept for c in w.chunks],
             )
 
@@ -300,6 +300,15 @@ class Manifest(ManifestReader):
         return True
 
 
-def _chunk_row(c: ChunkRow) -> tuple[str, str, int, str, str, str, str | None]:
+def _chunk_row(c: ChunkRow) -> tuple[str, str, int, str, str, str, str | None, int | None]:
     heading_path = json.dumps(list(c.heading_path))
-    return (c.chunk_id, c.doc_id, c.ordinal, heading_path, c.text, c.embed_key, c.second_key)
+    return (
+        c.chunk_id,
+        c.doc_id,
+        c.ordinal,
+        heading_path,
+        c.text,
+        c.embed_key,
+        c.second_key,
+        c.page,
+    )

@@ -24,6 +24,7 @@ from ragd.stores.manifest_schema import (
     SELECT_DOCUMENTS,
     STAT_VOUCHES_SQL,
     connect_reader,
+    has_pages,
     has_second_keys,
     vouch_before_sql,
 )
@@ -43,9 +44,13 @@ class ManifestReader:
     def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
         self._conn = conn
         self.path = path
-        # A file no writer has opened since an upgrade has no second keys (all NULL).
-        second = "second_key" if has_second_keys(conn) else "NULL"
-        self._chunk_columns = f"chunk_id, doc_id, ordinal, heading_path, text, embed_key, {second}"
+        # A file no writer has opened since an upgrade has no second keys or pages (NULL).
+        self._has_second_keys = has_second_keys(conn)
+        second = "second_key" if self._has_second_keys else "NULL"
+        page = "page" if has_pages(conn) else "NULL"
+        self._chunk_columns = (
+            f"chunk_id, doc_id, ordinal, heading_path, text, embed_key, {second}, {page}"
+        )
 
     @classmethod
     def open(cls, path: Path) -> ManifestReader:
@@ -278,7 +283,7 @@ class ManifestReader:
         """Up to `limit` chunks whose second-stage vector is not stored, in document order,
         from after (doc_id, ordinal) `after` when given: a caller working through a backlog
         resumes there instead of passing over every chunk done before."""
-        if self._chunk_columns.endswith("NULL"):
+        if not self._has_second_keys:
             return []
         rows = self._conn.execute(
             f"SELECT c.chunk_id, c.doc_id, c.second_key, d.title, c.heading_path, c.text, "
@@ -293,14 +298,14 @@ class ManifestReader:
 
     def second_stage_missing_count(self) -> int:
         """How many chunks have no stored second-stage vector."""
-        if self._chunk_columns.endswith("NULL"):
+        if not self._has_second_keys:
             return 0
         return int(self._conn.execute(f"SELECT COUNT(*) {_SECOND_STAGE_MISSING}").fetchone()[0])
 
     def second_stage_coverage(self) -> dict[str, tuple[int, int]]:
         """Per source: (chunks with a stored second-stage vector, chunks that should have
         one). A source whose chunks were written with the second stage off has 0 to have."""
-        if self._chunk_columns.endswith("NULL"):
+        if not self._has_second_keys:
             return {}
         rows = self._conn.execute(
             "SELECT d.source, COUNT(v.embed_key), COUNT(c.second_key) "
@@ -311,14 +316,14 @@ class ManifestReader:
 
     def second_stage_rows(self, second_keys: Collection[str]) -> list[tuple[str, str, str]]:
         """(chunk_id, doc_id, second_key) of every chunk whose second key is one of these."""
-        if self._chunk_columns.endswith("NULL"):
+        if not self._has_second_keys:
             return []
         select = "SELECT chunk_id, doc_id, second_key FROM chunks WHERE second_key IN"
         return [tuple(row) for row in self._rows_in(select, second_keys)]
 
     def second_stage_chunk_ids(self) -> set[str]:
         """The chunks whose second-stage vector is stored."""
-        if self._chunk_columns.endswith("NULL"):
+        if not self._has_second_keys:
             return set()
         rows = self._conn.execute(
             "SELECT c.chunk_id FROM chunks c JOIN vectors v ON v.embed_key = c.second_key"
@@ -327,7 +332,7 @@ class ManifestReader:
 
     def second_stage_vectors(self, chunk_ids: Collection[str]) -> list[tuple[str, str, Vector]]:
         """(chunk_id, doc_id, second-stage vector) of each of these chunks that has one."""
-        if self._chunk_columns.endswith("NULL"):
+        if not self._has_second_keys:
             return []
         select = (
             "SELECT c.chunk_id, c.doc_id, v.vector FROM chunks c "
@@ -384,8 +389,10 @@ _SECOND_STAGE_MISSING = (
 )
 
 
-def _chunk(row: tuple[str, str, int, str, str, str, str | None]) -> ChunkRecord:
-    return ChunkRecord(row[0], row[1], row[2], tuple(json.loads(row[3])), row[4], row[5], row[6])
+def _chunk(row: tuple[str, str, int, str, str, str, str | None, int | None]) -> ChunkRecord:
+    return ChunkRecord(
+        row[0], row[1], row[2], tuple(json.loads(row[3])), row[4], row[5], row[6], row[7]
+    )
 
 
 def _batches(items: list[str], size: int) -> Iterator[list[str]]:

@@ -14,7 +14,8 @@ from pathlib import Path
 from ragd.errors import StoreError
 from ragd.stores.records import RACY_SECONDS, SETTLED
 
-SCHEMA_VERSION = 3  # 2: chunks.second_key; 3: documents.chunk_count, what /metrics counts
+# 2: chunks.second_key; 3: documents.chunk_count, what /metrics counts; 4: chunks.page
+SCHEMA_VERSION = 4
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -43,7 +44,8 @@ CREATE TABLE IF NOT EXISTS chunks (
     heading_path TEXT NOT NULL,
     text TEXT NOT NULL,
     embed_key TEXT NOT NULL,
-    second_key TEXT
+    second_key TEXT,
+    page INTEGER
 );
 CREATE INDEX IF NOT EXISTS chunks_by_doc ON chunks (doc_id, ordinal);
 CREATE INDEX IF NOT EXISTS chunks_by_embed_key ON chunks (embed_key);
@@ -166,6 +168,12 @@ def has_second_keys(conn: sqlite3.Connection) -> bool:
     return any(row[1] == "second_key" for row in conn.execute("PRAGMA table_info(chunks)"))
 
 
+def has_pages(conn: sqlite3.Connection) -> bool:
+    """Whether the chunks table has the page column (schema 4; a reader may meet a file
+    no writer has opened since an upgrade)."""
+    return any(row[1] == "page" for row in conn.execute("PRAGMA table_info(chunks)"))
+
+
 def connect_writer(path: Path) -> sqlite3.Connection:
     """A connection for the one writer, creating the file and its tables if needed."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -179,6 +187,8 @@ def connect_writer(path: Path) -> sqlite3.Connection:
         if not has_second_keys(conn):  # written by a ragd before schema 2
             conn.execute("ALTER TABLE chunks ADD COLUMN second_key TEXT")
         conn.execute(_SECOND_KEY_INDEX)
+        if not has_pages(conn):  # written by a ragd before schema 4: no PDFs were indexed
+            conn.execute("ALTER TABLE chunks ADD COLUMN page INTEGER")
         if not has_chunk_counts(conn):  # written by a ragd before schema 3
             _add_chunk_counts(conn)
         conn.executescript(_COUNTING_INDEXES)  # built once, on the first open after an upgrade

@@ -87,12 +87,15 @@ class ChunkRow(Protocol):
     def embed_key(self) -> str: ...
     @property
     def second_key(self) -> str | None: ...
+    @property
+    def page(self) -> int | None: ...
 
 
 class ChunkRecord(NamedTuple):
     """One chunk row as the manifest holds it: what the stores index, and what a query
     returns. `second_key` is the embedding key of its second-stage vector (None when the
-    second stage was off when it was written)."""
+    second stage was off when it was written); `page` the 1-based page of a paged
+    document (PDF) the chunk is on, else None."""
 
     chunk_id: str
     doc_id: str
@@ -101,6 +104,7 @@ class ChunkRecord(NamedTuple):
     text: str
     embed_key: str
     second_key: str | None = None
+    page: int | None = None
 
 
 C = TypeVar("C", bound=ChunkRow, covariant=True)
@@ -110,8 +114,9 @@ C = TypeVar("C", bound=ChunkRow, covariant=True)
 class DocumentWrite(Generic[C]):
     """The outcome of processing one document, committed by `Manifest.commit`.
 
-    status is `indexed` (with chunks, possibly none), `failed` (with error; no chunks)
-    or `deleted` (the row goes away). The writer's chunks carry more than their rows
+    status is `indexed` (with chunks, possibly none; `error` then holds a warning, if
+    any, about how it was read), `failed` (with error; no chunks) or `deleted` (the row
+    goes away). The writer's chunks carry more than their rows
     (what is embedded and indexed), so the chunk type is a parameter.
     """
 

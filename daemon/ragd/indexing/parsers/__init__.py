@@ -64,10 +64,16 @@ class Section:
 
 @dataclass(frozen=True, slots=True)
 class ParsedDocument:
-    """A document's title and its non-empty sections, in reading order."""
+    """A document's title and its non-empty sections, in reading order.
+
+    `warnings` say, one line each, where a document was read other than as written (MDX
+    read as Markdown, PDF pages with no text): it is indexed, and the status report names
+    it with them.
+    """
 
     title: str
     sections: tuple[Section, ...]
+    warnings: tuple[str, ...] = ()
 
 
 class UnsupportedDocument(DocumentError):

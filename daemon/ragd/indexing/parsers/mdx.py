@@ -15,8 +15,8 @@ Every scan either consumes what it matched or stops at the first character that 
 continue it, and a construct that never closes (an unclosed `{`, quote or comment, a tag
 broken after an attribute value) makes the whole file malformed rather than being scanned
 again from each later character: the rewrite is linear in the text. A malformed file is
-parsed as plain Markdown and logged (MDX's own compiler would refuse it); ragd records no
-warnings on an indexed document, so the log line is the record.
+parsed as plain Markdown (MDX's own compiler would refuse it), with a warning that says
+why: the status report names the document with it.
 """
 
 from __future__ import annotations
@@ -67,7 +67,8 @@ def parse_mdx(source: str, stem: str, filename: str = "") -> ParsedDocument:
         rewritten = to_markdown(body)
     except MalformedMdx as exc:
         _log.warning("mdx_read_as_markdown file=%s reason=%s", filename or stem, exc)
-        return markdown.parse_markdown(source, stem)
+        fallback = markdown.parse_markdown(source, stem)
+        return replace(fallback, warnings=(f"read as Markdown: malformed MDX ({exc})",))
     document = markdown.parse_markdown(rewritten, stem)
     return replace(document, title=front_title) if front_title else document
 

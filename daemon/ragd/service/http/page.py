@@ -20,7 +20,7 @@ from ragd.sources.deliveries import web_url
 from ragd.stores.records import format_time
 
 REFRESH_SECONDS = 15
-MAX_LISTED = 100  # stale and failed documents shown, each
+MAX_LISTED = 100  # stale, failed and warned documents shown, each
 # The freshness histogram's buckets: confirmed within each age, newest first.
 AGE_EDGES = (timedelta(hours=1), timedelta(days=1), timedelta(days=7), timedelta(days=30))
 AGE_LABELS = ("< 1 h", "1 h – 1 d", "1 – 7 d", "7 – 30 d", "> 30 d")
@@ -65,7 +65,7 @@ def status_page(
     listed = [
         f"{source['name']}:{doc['path']}"
         for source in sources
-        for field in ("stale_documents", "failed_documents")
+        for field in ("stale_documents", "failed_documents", "warned_documents")
         for doc in source[field][:MAX_LISTED]
     ] + [event[2] for event in events]
     freshness = reads.confirmed_ages(thresholds)
@@ -105,6 +105,8 @@ def render_status_page(
         _documents(report["sources"], "stale_documents", documents, now),
         "<h2>Failed documents</h2>",
         _documents(report["sources"], "failed_documents", documents, now),
+        "<h2>Documents read with warnings</h2>",
+        _documents(report["sources"], "warned_documents", documents, now),
         "<h2>Recent indexing</h2>",
         _events(events, documents, now),
         "<p class=muted><a href=/v1/status>/v1/status</a> · <a href=/metrics>/metrics</a>"
@@ -239,7 +241,8 @@ def _documents(
             if len(rows) >= MAX_LISTED:
                 break
             cell = _document(f"{s['name']}:{doc['path']}", documents)
-            why = ", ".join(doc["reasons"]) if "reasons" in doc else doc.get("error", "")
+            why = ", ".join(doc["reasons"]) if "reasons" in doc else doc.get("error") or ""
+            why = why or doc.get("warning", "")
             when = relative_time(doc.get("indexed_at"), now) if "indexed_at" in doc else ""
             rows.append(f"<tr><td>{cell}</td><td>{e(why)}</td><td>{e(when)}</td></tr>")
     if not rows:

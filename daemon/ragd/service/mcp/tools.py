@@ -33,7 +33,7 @@ from ragd.errors import RagdError
 from ragd.search.context import STALE_NOTES
 from ragd.search.filters import QueryFilter
 from ragd.search.parents import ParentHit
-from ragd.search.results import QueryRequest, SearchResponse
+from ragd.search.results import QueryRequest, SearchResponse, cited_uri
 
 T = TypeVar("T")
 DEFAULT_K = 8
@@ -72,7 +72,10 @@ class SearchHit(Freshness):
     chunk_id: str = Field(description="Pass to get_section for the whole section.")
     title: str
     heading_path: list[str]
-    uri: str
+    page: int | None = Field(
+        default=None, description="The 1-based page of a PDF the chunk is on; null otherwise."
+    )
+    uri: str = Field(description="The document's address; '#page=N' on a PDF's page.")
     text: str = Field(description="The chunk's text.")
     score: float
 
@@ -90,7 +93,10 @@ class ParentResult(Freshness):
     path: str = Field(description="The document's key within its source.")
     title: str
     heading_path: list[str] = Field(description="The section's headings; [] for a document.")
-    uri: str
+    page: int | None = Field(
+        default=None, description="The 1-based page of a PDF the section is on; null otherwise."
+    )
+    uri: str = Field(description="The document's address; '#page=N' on a PDF's page.")
     text: str
     chars: int = Field(description="The whole section's or document's length.")
     truncated: bool = Field(description="True when text was cut to max_chars.")
@@ -160,7 +166,8 @@ def build_server(reader: Reader, status: Callable[[], dict[str, Any]]) -> MCPSer
                     chunk_id=hit.chunk.chunk_id,
                     title=hit.document.title,
                     heading_path=list(hit.chunk.heading_path),
-                    uri=hit.document.uri,
+                    page=hit.chunk.page,
+                    uri=cited_uri(hit.document.uri, hit.chunk.page),
                     text=hit.chunk.text,
                     score=hit.score,
                     indexed_at=hit.document.indexed_at,
