@@ -14,6 +14,7 @@ from ragd.sources.folders import FolderSource
 from ragd.stores.data_dir import DataDir, WriterStores
 from ragd.stores.manifest_reader import ManifestReader
 from tests.conftest import FakeEmbedder
+from tests.pdfs import text_pdf
 
 PARAGRAPHS = [f"Paragraph {n} of the long section, with words enough to fill." for n in range(8)]
 DOC = (
@@ -88,3 +89,28 @@ def test_a_document_cut_to_the_budget_says_so(reader: ParentReader) -> None:
 def test_unknown_ids_find_nothing(reader: ParentReader) -> None:
     assert reader.section("no-such-chunk", 100) is None
     assert reader.document("docs:missing.md", 100) is None
+
+
+def test_a_pdf_section_spanning_two_pages_is_cited_by_the_page_of_its_chunk(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "docs"
+    root.mkdir()
+    pages = [["Install", "Run the installer first."], ["Then answer its questions."]]
+    (root / "guide.pdf").write_bytes(text_pdf(pages, outline=[("Install", 0)]))
+    data = DataDir(tmp_path / "data")
+    embedder = FakeEmbedder()
+    stores = WriterStores(data, keyword_rows=manifest_keyword_rows)
+    try:
+        pipeline = Pipeline(ChunkSettings(max_chars=150, overlap=40), embedder.identity)
+        Indexer(stores, [FolderSource("docs", root, ("**/*.pdf",))], pipeline, embedder).run()
+    finally:
+        stores.close()
+    pdf = ParentReader(ManifestReader.open(data.manifest), lambda doc: ())
+    second = next(c for c in pdf.manifest.chunks_of("docs:guide.pdf") if "questions" in c.text)
+
+    found = pdf.section(second.chunk_id, 10_000)
+
+    assert found is not None and found.parent.heading_path == second.heading_path
+    assert (found.parent.page, found.parent.text) == (2, "Then answer its questions.")
+    assert found.to_json()["uri"].endswith("guide.pdf#page=2")

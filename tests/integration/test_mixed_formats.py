@@ -172,16 +172,21 @@ def test_an_unpaged_hit_has_no_page_and_a_plain_uri(served: Served) -> None:
     assert hit["uri"].endswith("/notebooks/importing_notebooks.ipynb")
 
 
-def test_an_mcp_search_hit_carries_the_page_of_a_pdf(served: Served) -> None:
-    async def search() -> Any:
+def test_an_mcp_search_hit_and_its_section_carry_the_page_of_a_pdf(served: Served) -> None:
+    async def search() -> tuple[Any, Any]:
         async with http_session(served.port) as session:
-            return await session.call_tool(
+            found = await session.call_tool(
                 "search", {"query": "enumerations can be pickled and unpickled", "k": 1}
             )
+            chunk_id = found.structured_content["hits"][0]["chunk_id"]
+            return found, await session.call_tool("get_section", {"chunk_id": chunk_id})
 
-    result = asyncio.run(asyncio.wait_for(search(), 60))
+    result, section = asyncio.run(asyncio.wait_for(search(), 60))
     hit = result.structured_content["hits"][0]
 
     assert hit["page"] == 9
     assert hit["uri"].endswith("aenum.pdf#page=9")
     assert "aenum.pdf#page=9" in result.content[0].text
+    assert section.structured_content["page"] == 9
+    assert "Pickling" in section.structured_content["heading_path"]
+    assert "pickled and unpickled" in section.structured_content["text"]
