@@ -205,6 +205,23 @@ def test_query_text_says_how_long_ago_each_hit_was_indexed() -> None:
     assert text.splitlines()[1].endswith("indexed 3 min ago")
 
 
+def test_query_text_names_the_page_of_a_pdf_hit() -> None:
+    hit = _hit(1)
+    on_page = Hit(1, hit.chunk._replace(page=7), hit.document, 1.0, 1, None, ())
+
+    text = query_text(SearchResponse("install", "hybrid", [on_page]).to_json(), NOW)
+
+    assert text.splitlines()[1].startswith("    docs:guide.md (page 7)  score")
+
+
+def test_status_text_names_each_document_read_with_a_warning() -> None:
+    warned = [{"path": "broken.mdx", "warning": "read as Markdown: malformed MDX (x)"}]
+
+    lines = status_text(_report(_source(warned_documents=warned))).splitlines()
+
+    assert "warning docs:broken.mdx: read as Markdown: malformed MDX (x)" in lines
+
+
 def test_query_text_with_every_hit_excluded_as_stale_says_how_many() -> None:
     response = SearchResponse("install", "hybrid", [], abstained=True, excluded_stale=3)
 
