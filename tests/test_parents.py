@@ -113,4 +113,4 @@ def test_a_pdf_section_spanning_two_pages_is_cited_by_the_page_of_its_chunk(
 
     assert found is not None and found.parent.heading_path == second.heading_path
     assert (found.parent.page, found.parent.text) == (2, "Then answer its questions.")
-    assert found.to_json()["uri"].endswith("guide.pdf#page=2")
+    assert str(found.to_json()["uri"]).endswith("guide.pdf#page=2")
