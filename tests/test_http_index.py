@@ -11,6 +11,7 @@ import httpx2 as httpx
 
 from ragd.errors import UsageError
 from ragd.search.results import QueryRequest
+from ragd.service.access import Grant
 from ragd.service.http.api import DATA_DIR_HEADER, create_app
 from ragd.sources.cms.formats import WebhookRequest
 
@@ -59,7 +60,7 @@ class RecordingBackend:
     def metrics_text(self) -> bytes:
         return b""
 
-    def status_page(self) -> str:
+    def status_page(self, grant: Grant) -> str:
         return ""
 
 

@@ -1,4 +1,4 @@
-"""The gates in front of /mcp: a bearer token when one is set, and always off loopback."""
+"""/mcp's app, built on the first request, and telling loopback addresses apart."""
 
 from __future__ import annotations
 
@@ -10,70 +10,13 @@ from typing import Any
 
 import pytest
 
-from ragd.service.mcp.endpoint import TOKEN_ENV, _Deferred, _Gate, is_loopback
+from ragd.service.access import is_loopback
+from ragd.service.mcp.endpoint import _Deferred
 
 
 async def _inner(scope: Any, receive: Any, send: Any) -> None:
     await send({"type": "http.response.start", "status": 200, "headers": []})
     await send({"type": "http.response.body", "body": b"through"})
-
-
-def _call(gate: _Gate, headers: dict[bytes, bytes]) -> tuple[int, bytes]:
-    sent: list[dict[str, Any]] = []
-
-    async def receive() -> dict[str, Any]:
-        return {"type": "http.request", "body": b"", "more_body": False}
-
-    async def send(message: MutableMapping[str, Any]) -> None:
-        sent.append(dict(message))
-
-    scope = {"type": "http", "method": "POST", "path": "/mcp", "headers": list(headers.items())}
-    asyncio.run(gate(scope, receive, send))
-    return sent[0]["status"], sent[1]["body"]
-
-
-def test_without_a_token_loopback_requests_pass() -> None:
-    assert _call(_Gate(_inner, None, required=False), {}) == (200, b"through")
-
-
-def test_off_loopback_without_a_token_every_request_is_refused_saying_why() -> None:
-    status, body = _call(_Gate(_inner, None, required=True), {})
-
-    assert status == 403
-    assert TOKEN_ENV in json.loads(body)["error"]["message"]
-
-
-@pytest.mark.parametrize(
-    ("header", "status"),
-    [
-        (b"Bearer s3cret", 200),
-        (b"bearer s3cret", 200),
-        (b"Bearer wrong", 401),
-        (b"Bearer s3cret2", 401),
-        (b"Basic s3cret", 401),
-        (b"s3cret", 401),
-        (None, 401),
-    ],
-)
-def test_with_a_token_only_its_bearer_passes(header: bytes | None, status: int) -> None:
-    headers = {} if header is None else {b"authorization": header}
-
-    assert _call(_Gate(_inner, "s3cret", required=True), headers)[0] == status
-
-
-def test_a_websocket_without_the_token_is_closed() -> None:
-    sent: list[dict[str, Any]] = []
-
-    async def send(message: MutableMapping[str, Any]) -> None:
-        sent.append(dict(message))
-
-    async def receive() -> dict[str, Any]:
-        return {"type": "websocket.connect"}
-
-    scope = {"type": "websocket", "path": "/mcp", "headers": []}
-    asyncio.run(_Gate(_inner, "s3cret", required=False)(scope, receive, send))
-
-    assert [m["type"] for m in sent] == ["websocket.close"]
 
 
 @pytest.mark.parametrize(

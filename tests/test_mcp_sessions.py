@@ -294,7 +294,6 @@ def test_sessions_ended_to_make_room_leave_no_task_of_the_sdk_behind() -> None:
         port=8750,
         max_body_bytes=1 << 20,
         max_connections=512,
-        environ={},
     )
 
     async def scenario() -> tuple[int, int, int]:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from ragd.config import settings as s
+from ragd.config.access import parse_access
 from ragd.config.bounded_files import UnfitFile, read_bounded_file
 from ragd.config.sources import parse_sources
 from ragd.config.tables import check_keys, fail, fields_of, read_table, value_of, within
@@ -84,7 +85,7 @@ def parse_config(
     base_dir = Path(base_dir).absolute()
     # A section key written above the first [section] header lands at the top level.
     misplaced = {k: f"{k!r} belongs in [{n}]" for n, c in s.SECTIONS.items() for k in fields_of(c)}
-    check_keys(doc, (*s.SECTIONS, "sources"), within(origin, ""), misplaced)
+    check_keys(doc, (*s.SECTIONS, "sources", "access"), within(origin, ""), misplaced)
     sections: dict[str, Any] = {}
     for name, cls in s.SECTIONS.items():
         if not isinstance(table := doc.get(name, {}), dict):
@@ -98,8 +99,11 @@ def parse_config(
         raise fail(f"{origin}: chunking.overlap", problem, chunking.overlap)
     max_age = sections["daemon"].default_max_age
     sources = parse_sources(origin, doc.get("sources"), base_dir, max_age)
+    access = parse_access(origin, doc.get("access"), sources, base_dir)
     overrides = _apply_environment(sections, os.environ if environ is None else environ)
-    config = s.Config(path=None, sources=sources, env_overrides=overrides, **sections)
+    config = s.Config(
+        path=None, sources=sources, access=access, env_overrides=overrides, **sections
+    )
     _check_model_directories(config, origin)
     return config
 

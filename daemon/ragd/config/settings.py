@@ -10,6 +10,7 @@ from typing import Annotated, Final, Literal
 from msgspec import Meta
 
 from ragd.config import values as v
+from ragd.config.access import AccessConfig
 from ragd.config.sources import SourceConfig
 from ragd.config.tables import InDir
 
@@ -159,6 +160,7 @@ class Config:
     storage: StorageConfig = field(default_factory=StorageConfig)
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
     sources: tuple[SourceConfig, ...] = ()
+    access: AccessConfig = field(default_factory=AccessConfig)
     # Names of the RAGD_* variables that overrode the file, for the start-up log.
     env_overrides: tuple[str, ...] = ()
 
@@ -170,7 +172,10 @@ class Config:
         raise KeyError(name)
 
 
-# The sections of config.toml, in the order they are read.
+# The sections of config.toml read as one table each, in the order they are read; [access]
+# and [[sources]] hold arrays of tables and are read by their own modules.
 SECTIONS: Final = {
-    f.name: f.type for f in fields(Config) if isinstance(f.type, type) and is_dataclass(f.type)
+    f.name: f.type
+    for f in fields(Config)
+    if isinstance(f.type, type) and is_dataclass(f.type) and f.name != "access"
 }

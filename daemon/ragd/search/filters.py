@@ -59,10 +59,13 @@ def glob_regex(glob: str) -> str:
 @dataclass(frozen=True)
 class QueryFilter:
     """Search only documents of these `sources` (any, when empty) whose key matches the
-    glob `path` (any, when None)."""
+    glob `path` (any, when None), within the `scope` of the asker's token: the sources it
+    may read (None: every source). A source asked for outside the scope is searched as
+    one that holds nothing, so that an answer never tells what lies beyond it."""
 
     sources: tuple[str, ...] = ()
     path: str | None = None
+    scope: frozenset[str] | None = None
 
     def __post_init__(self) -> None:
         if len(self.sources) > MAX_SOURCES:
@@ -76,13 +79,28 @@ class QueryFilter:
     @property
     def active(self) -> bool:
         """Whether it filters anything."""
-        return bool(self.sources) or self.path is not None
+        return bool(self.sources) or self.path is not None or self.scope is not None
+
+    @property
+    def searched(self) -> tuple[str, ...] | None:
+        """The sources searched: those asked for, within the scope (None: every source)."""
+        if self.scope is None:
+            return self.sources or None
+        if not self.sources:
+            return tuple(sorted(self.scope))
+        return tuple(s for s in self.sources if s in self.scope)
+
+    @property
+    def matches_nothing(self) -> bool:
+        """True when no source is left to search (every one asked for is out of scope)."""
+        return self.searched == ()
 
     def doc_pattern(self) -> str | None:
-        """The regular expression a whole doc_id must match; None when nothing is filtered."""
+        """The regular expression a whole doc_id must match; None when nothing is filtered.
+        Not asked when it `matches_nothing` (the caller answers without searching)."""
         if not self.active:
             return None
-        sources = "|".join(escape(s) for s in dict.fromkeys(self.sources)) or "[^:]*"
+        sources = "|".join(escape(s) for s in dict.fromkeys(self.searched or ())) or "[^:]*"
         key = ".*" if self.path is None else glob_regex(self.path)
         return f"(?:{sources}):{key}"
 

@@ -179,6 +179,8 @@ class Searcher:
         if not 1 <= limit <= 1000:
             raise QueryRefused(f"k must be between 1 and 1000, got {limit}")
         self._check_sources(filters)
+        if filters.matches_nothing:  # every source asked for is outside the token's scope
+            return SearchResponse(query=query, mode=mode, abstained=True)
         pattern = filters.doc_pattern()
         scorer = (
             self.second.prepare(query, encoded.second, self.settings.candidates, pattern)
@@ -384,10 +386,15 @@ class Searcher:
     # -- helpers --------------------------------------------------------------------------
 
     def _check_sources(self, filters: QueryFilter) -> None:
-        if not filters.sources:
+        """Refuse a source no one configured or indexed, naming those there are; within a
+        token's scope only (beyond it, a name is neither refused nor listed)."""
+        asked = filters.searched if filters.scope is not None else filters.sources
+        if not asked:
             return
         known = set(self.policies) | set(self.manifest.sources())
-        unknown = [s for s in filters.sources if s not in known]
+        if filters.scope is not None:
+            known &= filters.scope
+        unknown = [s for s in asked if s not in known]
         if unknown:
             raise QueryRefused(
                 f"unknown source {unknown[0]!r}",

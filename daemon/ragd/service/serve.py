@@ -22,6 +22,7 @@ from types import TracebackType
 
 from ragd.indexing.indexer import Indexer
 from ragd.indexing.passes import compact_vectors
+from ragd.service.access import serving_tokens
 from ragd.service.daemon.filler import SecondStageFiller
 from ragd.service.daemon.intake import WebhookIntake
 from ragd.service.daemon.notify import Notifier
@@ -32,9 +33,10 @@ from ragd.service.daemon.stopping import StopSignal
 from ragd.service.daemon.writer import Writer, WriterStats
 from ragd.service.http.api import create_app
 from ragd.service.http.backend import ServiceBackend
+from ragd.service.http.gate import AccessGate
 from ragd.service.http.server import HttpServer
 from ragd.service.logs import get_logger
-from ragd.service.mcp.endpoint import TOKEN_ENV, is_loopback, mcp_endpoint, ragd_server
+from ragd.service.mcp.endpoint import mcp_endpoint, ragd_server
 from ragd.service.readers import Readers
 from ragd.service.remote_sources import remote_sources
 from ragd.service.runtime import Runtime
@@ -65,6 +67,7 @@ class Daemon:
             self.stopping = StopSignal()
             self._resources.callback(self.stopping.close)
             self._resources.enter_context(self.stopping.installed())
+            tokens = serving_tokens(config, os.environ)  # before anything is opened
             remote = remote_sources(config)  # reads the secrets and tokens, once
             self.webhooks = WebhookIntake(remote.formats, max_body_bytes=config.http.max_body_bytes)
             lock = WriterLock(runtime.data_dir.lock)
@@ -149,11 +152,8 @@ class Daemon:
                 port=http.port,
                 max_body_bytes=http.max_body_bytes,
                 max_connections=http.max_connections,
-                environ=os.environ,
             )
-            if not is_loopback(http.host) and not os.environ.get(TOKEN_ENV):
-                log.warning("mcp_refused_off_loopback", hint=f"set {TOKEN_ENV} to use /mcp")
-            app = create_app(backend, mcp)
+            app = AccessGate(create_app(backend, mcp), tokens, backend.metrics.denied)
             self.http = HttpServer(app, http, closed=backend.metrics.connection_closed)
             self._resources.callback(self.http.close)
         except BaseException:

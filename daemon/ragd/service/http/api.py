@@ -11,6 +11,7 @@ import ipaddress
 import json
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -25,6 +26,7 @@ from ragd.errors import RagdError, UsageError
 from ragd.search.context import DEFAULT_CONTEXT_CHARS
 from ragd.search.filters import QueryFilter
 from ragd.search.results import MODES, QueryRequest
+from ragd.service.access import OPEN, Grant, scoped_status
 from ragd.service.http.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from ragd.service.http.page import CSP
 from ragd.service.mcp.endpoint import PATH as MCP_PATH
@@ -84,8 +86,8 @@ class Backend(Protocol):
         """The Prometheus text exposition."""
         ...
 
-    def status_page(self) -> str:
-        """The status page's HTML (ragd.service.http.page)."""
+    def status_page(self, grant: Grant) -> str:
+        """The status page's HTML (ragd.service.http.page), of the grant's sources."""
         ...
 
 
@@ -210,12 +212,12 @@ class _Endpoints:
     async def query(self, request: Request) -> Response:
         self._same_data_dir(request)
         payload = _json_object(await read_body(request, self.backend.max_body_bytes))
-        return await _answered(self.backend.search, _query_request(payload))
+        return await _answered(self.backend.search, _scoped(_query_request(payload), request))
 
     async def context(self, request: Request) -> Response:
         self._same_data_dir(request)
         payload = _json_object(await read_body(request, self.backend.max_body_bytes))
-        query = _query_request(payload, frozenset({"max_chars"}))
+        query = _scoped(_query_request(payload, frozenset({"max_chars"})), request)
         max_chars = payload.get("max_chars", DEFAULT_CONTEXT_CHARS)
         if isinstance(max_chars, bool) or not isinstance(max_chars, int):
             raise HTTPException(400, "'max_chars' must be an integer")
@@ -223,7 +225,8 @@ class _Endpoints:
 
     async def status(self, request: Request) -> Response:
         self._same_data_dir(request)
-        return await _answered(self.backend.status)
+        grant = _grant(request)
+        return await _answered(lambda: scoped_status(self.backend.status(), grant))
 
     async def index(self, request: Request) -> Response:
         """`ragd index` beside the daemon: from this machine only, since a pass (a full
@@ -263,7 +266,7 @@ class _Endpoints:
 
     async def status_page(self, request: Request) -> Response:
         try:
-            page = await run_in_threadpool(self.backend.status_page)
+            page = await run_in_threadpool(self.backend.status_page, _grant(request))
         except RagdError as exc:
             return _error(503, str(exc))
         headers = {
@@ -283,6 +286,17 @@ class _Endpoints:
     async def healthz(self, request: Request) -> Response:
         health = self.backend.health()
         return JSONResponse(health, status_code=200 if health.get("status") == "ok" else 503)
+
+
+def _grant(request: Request) -> Grant:
+    """The grant the access gate found for the request (ragd.service.http.gate)."""
+    found = getattr(request.state, "grant", OPEN)
+    return found if isinstance(found, Grant) else OPEN
+
+
+def _scoped(query: QueryRequest, request: Request) -> QueryRequest:
+    """The query limited to the sources the request's token may read."""
+    return replace(query, filters=_grant(request).scoped(query.filters))
 
 
 def _is_loopback(host: str) -> bool:
@@ -319,7 +333,8 @@ async def _server_error(request: Request, exc: Exception) -> Response:
 
 def create_app(backend: Backend, mcp: McpEndpoint | None = None) -> Starlette:
     """The ASGI application for a backend, with the MCP server at /mcp when given (its
-    sessions run for as long as the application's lifespan)."""
+    sessions run for as long as the application's lifespan). `ragd serve` puts it behind
+    the access gate (ragd.service.http.gate), which gives each request its grant."""
     api = _Endpoints(backend)
     routes = [
         Route("/", api.status_page, methods=["GET"]),

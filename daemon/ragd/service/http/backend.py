@@ -20,6 +20,7 @@ from typing import Any
 from ragd.adapters import allocator
 from ragd.search.results import QueryRequest, SearchResponse
 from ragd.search.status import StatusReport
+from ragd.service.access import Grant, scoped_status, visible_events
 from ragd.service.daemon.filler import SecondStageFiller
 from ragd.service.daemon.intake import WebhookIntake
 from ragd.service.daemon.poller import Poller
@@ -184,7 +185,9 @@ class ServiceBackend:
     def metrics_text(self) -> bytes:
         return self.metrics.render()
 
-    def status_page(self) -> str:
-        """The status page from the same report as /v1/status, with the writer's events."""
-        events = self.writer.stats.recent_events()
-        return status_page(self.readers, self.status(), events, datetime.now(UTC))
+    def status_page(self, grant: Grant) -> str:
+        """The status page from the same report as /v1/status, with the writer's events,
+        of the grant's sources."""
+        events = visible_events(self.writer.stats.recent_events(), grant)
+        report = scoped_status(self.status(), grant)
+        return status_page(self.readers, report, events, datetime.now(UTC))

@@ -198,11 +198,24 @@ class Metrics:
         )
         for reason in CLOSE_REASONS:
             self.http_connections_closed.labels(reason)
+        self.http_denied = Counter(
+            "ragd_http_denied",
+            "Requests refused by the access gate, by token (its [access] name; unknown when "
+            "none matched) and reason: missing (no token), malformed (not 'Bearer <token>', "
+            "or sent twice), invalid (no such token), scope (a token of some sources asked "
+            "for what needs every source)",
+            ["token", "reason"],
+            registry=self.registry,
+        )
         self.registry.register(_IndexCollector(snapshot, replica))
 
     def connection_closed(self, reason: str) -> None:
         """Count an HTTP connection closed on its client (CLOSE_REASONS)."""
         self.http_connections_closed.labels(reason).inc()
+
+    def denied(self, token: str, reason: str) -> None:
+        """Count a request the access gate refused (ragd.service.http.gate)."""
+        self.http_denied.labels(token, reason).inc()
 
     def render(self) -> bytes:
         """The text exposition format."""

@@ -122,12 +122,17 @@ def _names(report: Mapping[str, Any]) -> list[str]:
 def _daemon(report: Mapping[str, Any], now: datetime) -> str:
     stores = report["stores"]
     agree = "<span class=ok>agree</span>" if stores["agree"] else "<span class=bad>DISAGREE</span>"
-    lines = [
-        f"<p>Stores {agree}: manifest {e(stores['manifest_chunks'])}, LanceDB "
-        f"{e(stores['lancedb_chunks'])}, Tantivy {e(stores['tantivy_chunks'])} chunks.",
-    ]
+    # A token of some sources sees neither the stores' counts nor the daemon's figures
+    # (ragd.service.access.scoped_status).
+    counts = (
+        f": manifest {e(stores['manifest_chunks'])}, LanceDB {e(stores['lancedb_chunks'])}, "
+        f"Tantivy {e(stores['tantivy_chunks'])} chunks"
+        if "manifest_chunks" in stores
+        else ""
+    )
+    lines = [f"<p>Stores {agree}{counts}."]
     daemon = report.get("daemon")
-    if daemon:
+    if daemon and "writer" in daemon:
         writer, watcher = daemon["writer"], daemon["watcher"]
         doing = "writing" if writer["busy"] else "idle"
         unwatched = watcher.get("unwatched_roots") or []
@@ -144,7 +149,7 @@ def _daemon(report: Mapping[str, Any], now: datetime) -> str:
             f"Watcher {watching}, {e(watcher['overflows'])} overflows."
         )
     replica = report.get("replica")
-    if replica:
+    if replica and "generation" in replica:
         lines.append(
             f"<br>Read replica of {e(replica['storage_uri'])}: generation "
             f"{e(replica['generation'])} of {e(replica['latest_generation'])}, published "

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 
 import uvicorn
-from starlette.applications import Starlette
+from starlette.types import ASGIApp
 
 from ragd.config.settings import HttpConfig
 from ragd.errors import RagdError
@@ -33,7 +33,7 @@ class HttpServer:
     return. `closed` is told the reason of every connection closed on its client
     (http_connections.CLOSE_REASONS)."""
 
-    def __init__(self, app: Starlette, http: HttpConfig, *, closed: Callable[[str], None]) -> None:
+    def __init__(self, app: ASGIApp, http: HttpConfig, *, closed: Callable[[str], None]) -> None:
         host, port, listen = http.host, http.port, http.listen
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         # IPPROTO_TCP named, not left 0: asyncio sets TCP_NODELAY only on connections of a

@@ -4,23 +4,17 @@ Owns how the MCP SDK's Streamable HTTP app is set up inside ragd's HTTP server: 
 on `[http] listen`, its request bodies capped like the API's, its sessions run by the
 daemon's HTTP lifespan and held to the caps of ragd.service.mcp.sessions, built on the
 first request that passes the gates (the SDK's import alone holds ~50 MiB, which a daemon
-nobody asks over MCP need not carry), and two gates:
-
-- on a loopback address, the SDK's DNS-rebinding protection: a request whose `Host` or
-  `Origin` is not this address (a web page's script reaching a local port through a name
-  it controls) is refused;
-- a bearer token from the environment (`RAGD_MCP_TOKEN`): when it is set, every request
-  must carry `Authorization: Bearer <token>`. Off loopback it is required: without it
-  /mcp refuses every request (403), since any host that reaches the port could otherwise
-  read the index.
+nobody asks over MCP need not carry). On a loopback address the SDK's DNS-rebinding
+protection refuses a request whose `Host` or `Origin` is not this address (a web page's
+script reaching a local port through a name it controls). Tokens are the HTTP server's
+access gate's, as for every read surface (ragd.service.http.gate); the tools read what
+the request's grant allows (ragd.service.mcp.tools).
 """
 
 from __future__ import annotations
 
-import hmac
-import ipaddress
 import json
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -28,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ragd.service.access import is_loopback
 from ragd.service.logs import get_logger
 from ragd.service.mcp.sessions import MAX_SESSIONS, SessionTable
 
@@ -38,7 +33,6 @@ if TYPE_CHECKING:
 
 log = get_logger("ragd.service.mcp.tools")
 
-TOKEN_ENV = "RAGD_MCP_TOKEN"  # noqa: S105 - the variable's name, not a token
 PATH = "/mcp"
 
 
@@ -48,16 +42,6 @@ class McpEndpoint:
 
     app: ASGIApp
     lifespan: Callable[[], AbstractAsyncContextManager[None]]
-
-
-def is_loopback(host: str) -> bool:
-    """Whether `host` (as [http] listen names it) is a loopback address."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def ragd_server(reader: Reader, status: Callable[[], dict[str, Any]]) -> Callable[[], MCPServer]:
@@ -78,7 +62,6 @@ def mcp_endpoint(
     port: int,
     max_body_bytes: int,
     max_connections: int,
-    environ: Mapping[str, str],
 ) -> McpEndpoint:
     """/mcp on host:port for the server `server()` makes, when a request first needs it.
     `max_connections` is the HTTP server's cap on open connections."""
@@ -111,8 +94,7 @@ def mcp_endpoint(
         return table, made.session_manager.run
 
     deferred = _Deferred(build)
-    token = environ.get(TOKEN_ENV) or None
-    return McpEndpoint(_Gate(deferred, token, required=not loopback), deferred.lifespan)
+    return McpEndpoint(deferred, deferred.lifespan)
 
 
 class _Deferred:
@@ -164,34 +146,6 @@ class _Deferred:
         await self._app(scope, receive, send)
 
 
-class _Gate:
-    """Lets a request through to `app` only with the bearer token (when one is set or
-    required). Others get a JSON-RPC error: 401 for a missing or wrong token, 403 off
-    loopback when no token is set (no credential could help). Any other kind of
-    connection (a WebSocket) is held to the same gate and closed if refused."""
-
-    def __init__(self, app: ASGIApp, token: str | None, *, required: bool) -> None:
-        self._app = app
-        self._token = token.encode() if token else None
-        self._required = required
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        refusal = None if scope["type"] == "lifespan" else self._refusal(scope)
-        if refusal is None:
-            await self._app(scope, receive, send)
-            return
-        await _refuse(scope, send, *refusal)
-
-    def _refusal(self, scope: Scope) -> tuple[int, str] | None:
-        if self._token is None:
-            return (403, f"set {TOKEN_ENV} to use /mcp off loopback") if self._required else None
-        given = dict(scope.get("headers") or []).get(b"authorization", b"")
-        scheme, _, credentials = given.strip().partition(b" ")
-        if scheme.lower() == b"bearer" and hmac.compare_digest(credentials.strip(), self._token):
-            return None
-        return 401, "a bearer token is required"
-
-
 async def _refuse(scope: Scope, send: Send, status: int, message: str) -> None:
     """Answer with a JSON-RPC error (a WebSocket is closed with the message)."""
     if scope["type"] != "http":
@@ -201,7 +155,5 @@ async def _refuse(scope: Scope, send: Send, status: int, message: str) -> None:
         {"jsonrpc": "2.0", "id": None, "error": {"code": -32001, "message": message}}
     ).encode()
     headers = [(b"content-type", b"application/json")]
-    if status == 401:
-        headers.append((b"www-authenticate", b"Bearer"))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})

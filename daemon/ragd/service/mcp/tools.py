@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, Protocol, TypeVar
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
@@ -34,6 +34,7 @@ from ragd.search.context import STALE_NOTES
 from ragd.search.filters import QueryFilter
 from ragd.search.parents import ParentHit
 from ragd.search.results import QueryRequest, SearchResponse, cited_uri
+from ragd.service.access import OPEN, Grant, scoped_status
 
 T = TypeVar("T")
 DEFAULT_K = 8
@@ -147,13 +148,11 @@ def build_server(reader: Reader, status: Callable[[], dict[str, Any]]) -> MCPSer
         path: Annotated[
             str | None, Field(description="Only keys matching this glob ('docs/**/*.md').")
         ] = None,
+        ctx: Context | None = None,
     ) -> Annotated[CallToolResult, SearchResult]:
+        filters = _refused_as_tool_error(lambda: QueryFilter(tuple(source or ()), path))
         request = QueryRequest(
-            query,
-            k=k,
-            mode=mode,
-            exclude_stale=exclude_stale,
-            filters=_refused_as_tool_error(lambda: QueryFilter(tuple(source or ()), path)),
+            query, k=k, mode=mode, exclude_stale=exclude_stale, filters=_grant(ctx).scoped(filters)
         )
         response = _refused_as_tool_error(lambda: reader.search(request))
         result = SearchResult(
@@ -186,9 +185,10 @@ def build_server(reader: Reader, status: Callable[[], dict[str, Any]]) -> MCPSer
     def get_section(
         chunk_id: str,
         max_chars: Annotated[int, Field(ge=100, le=200_000)] = SECTION_CHARS,
+        ctx: Context | None = None,
     ) -> Annotated[CallToolResult, ParentResult]:
         found = _refused_as_tool_error(lambda: reader.section(chunk_id, max_chars))
-        if found is None:
+        if found is None or not _grant(ctx).sees(found.document.source):
             raise ToolError(f"no chunk {chunk_id!r} in the index (it may have been re-indexed)")
         return _parent(found)
 
@@ -199,9 +199,10 @@ def build_server(reader: Reader, status: Callable[[], dict[str, Any]]) -> MCPSer
     def get_document(
         doc_id: str,
         max_chars: Annotated[int, Field(ge=100, le=200_000)] = DOCUMENT_CHARS,
+        ctx: Context | None = None,
     ) -> Annotated[CallToolResult, ParentResult]:
         found = _refused_as_tool_error(lambda: reader.document(doc_id, max_chars))
-        if found is None:
+        if found is None or not _grant(ctx).sees(found.document.source):
             raise ToolError(f"no document {doc_id!r} with text in the index")
         return _parent(found)
 
@@ -210,8 +211,8 @@ def build_server(reader: Reader, status: Callable[[], dict[str, Any]]) -> MCPSer
         description="How fresh the index is: per source, documents, stale ones by reason, "
         "failed ones, when it was last indexed, and whether the stores agree.",
     )
-    def status_tool() -> Annotated[CallToolResult, StatusResult]:
-        report = _refused_as_tool_error(status)
+    def status_tool(ctx: Context | None = None) -> Annotated[CallToolResult, StatusResult]:
+        report = scoped_status(_refused_as_tool_error(status), _grant(ctx))
         result = StatusResult(
             stores_agree=report["stores_agree"],
             documents=report["documents"],
@@ -234,6 +235,15 @@ def build_server(reader: Reader, status: Callable[[], dict[str, Any]]) -> MCPSer
         return _answer(result, _status_text(result))
 
     return server
+
+
+def _grant(ctx: Context | None) -> Grant:
+    """What the caller may read: the grant ragd's access gate put on the HTTP request
+    (ragd.service.http.gate); over stdio, a local user's, everything."""
+    request = None if ctx is None else ctx.request_context.request
+    state = getattr(request, "scope", {}).get("state") or {}
+    found = state.get("grant", OPEN)
+    return found if isinstance(found, Grant) else OPEN
 
 
 def _refused_as_tool_error(call: Callable[[], T]) -> T:

@@ -23,10 +23,12 @@ from typing import Any
 from ragd.adapters.object_store import object_store
 from ragd.errors import ConfigError, UsageError
 from ragd.search.results import QueryRequest
+from ragd.service.access import Grant, scoped_status, serving_tokens
 from ragd.service.daemon.notify import Notifier
 from ragd.service.daemon.stopping import StopSignal
 from ragd.service.http.api import create_app
 from ragd.service.http.backend import timed_search
+from ragd.service.http.gate import AccessGate
 from ragd.service.http.metrics import Metrics, Snapshot
 from ragd.service.http.page import status_page
 from ragd.service.http.scrape import source_gauges
@@ -104,10 +106,11 @@ class ReplicaBackend:
     def metrics_text(self) -> bytes:
         return self.metrics.render()
 
-    def status_page(self) -> str:
+    def status_page(self, grant: Grant) -> str:
         """The status page of the served generation (a replica has no writer events)."""
         readers = self.served.current().readers
-        return status_page(readers, self.status(), [], datetime.now(UTC))
+        report = scoped_status(self.status(), grant)
+        return status_page(readers, report, [], datetime.now(UTC))
 
     def _snapshot(self) -> Snapshot:
         now = datetime.now(UTC)
@@ -150,6 +153,7 @@ class ReplicaServer:
         self.stop = threading.Event()
         self._resources = contextlib.ExitStack()
         try:
+            tokens = serving_tokens(config, os.environ)  # before anything is opened
             self.stopping = StopSignal()
             self._resources.callback(self.stopping.close)
             self._resources.enter_context(self.stopping.installed())
@@ -168,11 +172,9 @@ class ReplicaServer:
                 port=http.port,
                 max_body_bytes=http.max_body_bytes,
                 max_connections=http.max_connections,
-                environ=os.environ,
             )
-            self.http = HttpServer(
-                create_app(backend, mcp), http, closed=backend.metrics.connection_closed
-            )
+            app = AccessGate(create_app(backend, mcp), tokens, backend.metrics.denied)
+            self.http = HttpServer(app, http, closed=backend.metrics.connection_closed)
             self._resources.callback(self.http.close)
         except BaseException:
             self._resources.close()
