@@ -23,9 +23,11 @@ import click
 from ragd.cli.daemon_client import (
     PASS_TIMEOUT,
     QUERY_TIMEOUT,
+    TOKEN_ENV,
     DaemonAnswer,
     ask_daemon,
     daemon_url,
+    refusal,
     request_daemon,
     status_url,
 )
@@ -131,7 +133,9 @@ def cli() -> None:
     ragd serve              the daemon: watch, re-index on change, answer over HTTP
     ragd mcp                search for LLM applications over MCP (stdio)
 
-    --config and --debug may also follow the command name.
+    --config and --debug may also follow the command name. status, query and index ask
+    a running ragd serve of the same data directory; when its [access] has tokens, set
+    RAGD_TOKEN to one (a token of some sources sees only those).
     """
 
 
@@ -489,13 +493,16 @@ def _ask_daemon(
     is a note, and no report: the command does the work itself."""
     config = state.config()
     url = daemon_url(config.http.host, config.http.port) + route
-    answer = request_daemon(method, url, config.daemon.data_dir, body=body, timeout=timeout)
+    token = os.environ.get(TOKEN_ENV)
+    answer = request_daemon(
+        method, url, config.daemon.data_dir, body=body, timeout=timeout, token=token
+    )
     if answer.report is not None and answer.status == 400:
         raise UsageError(
             str(answer.report.get("error") if isinstance(answer.report, dict) else answer.report)
         )
     if answer.report is not None and answer.status != 200:
-        answer = DaemonAnswer(None, f"the daemon at {url} answered HTTP {answer.status}")
+        answer = DaemonAnswer(None, refusal(url, answer.status))
     if answer.note:
         click.echo(f"ragd: note: {answer.note}; working without it", err=True)
     return answer
@@ -543,7 +550,8 @@ def status(state: _State, as_json: bool, check: bool, list_stale: bool) -> int:
 def _status_report(state: _State) -> dict[str, Any]:
     config = state.config()
     http = config.http
-    answer = ask_daemon(status_url(http.host, http.port), config.daemon.data_dir)
+    url = status_url(http.host, http.port)
+    answer = ask_daemon(url, config.daemon.data_dir, token=os.environ.get(TOKEN_ENV))
     if answer.note:
         click.echo(f"ragd: note: {answer.note}; reading the stores instead", err=True)
     if isinstance(answer.report, dict):

@@ -29,6 +29,8 @@ PASS_TIMEOUT = 24 * 3600.0
 # A status report is a few kilobytes per source; this bounds what a stranger on the port costs.
 MAX_ANSWER_BYTES = 16 * 1024 * 1024
 DATA_DIR_HEADER = "X-Ragd-Data-Dir"
+# The bearer token the CLI sends its daemon when [access] has tokens.
+TOKEN_ENV = "RAGD_TOKEN"  # noqa: S105 - the variable's name, not a token
 
 
 @dataclass(frozen=True)
@@ -53,13 +55,15 @@ def status_url(host: str, port: int) -> str:
     return daemon_url(host, port) + "/v1/status"
 
 
-def ask_daemon(url: str, data_dir: Path, timeout: float = DEFAULT_TIMEOUT) -> DaemonAnswer:
+def ask_daemon(
+    url: str, data_dir: Path, timeout: float = DEFAULT_TIMEOUT, *, token: str | None = None
+) -> DaemonAnswer:
     """GET the daemon's status report; no daemon, or one for another data dir, gives None."""
-    answer = request_daemon("GET", url, data_dir, timeout=timeout)
+    answer = request_daemon("GET", url, data_dir, timeout=timeout, token=token)
     if answer.report is None:
         return answer
     if answer.status != 200:
-        return DaemonAnswer(None, f"the daemon at {url} answered HTTP {answer.status}")
+        return DaemonAnswer(None, refusal(url, answer.status))
     body = answer.report
     daemon = body.get("daemon") if isinstance(body, dict) else None
     if not isinstance(daemon, dict) or "data_dir" not in daemon:
@@ -76,14 +80,18 @@ def request_daemon(
     *,
     body: Any = None,
     timeout: float = DEFAULT_TIMEOUT,
+    token: str | None = None,
 ) -> DaemonAnswer:
-    """Send one request to the daemon at `url` for `data_dir`: its JSON answer and status,
-    or no report (nothing listens, or a daemon of another data directory: no note; a
-    failure or an answer that is not JSON: a note saying so)."""
+    """Send one request to the daemon at `url` for `data_dir`, with the bearer `token`
+    when given (RAGD_TOKEN): its JSON answer and status, or no report (nothing listens,
+    or a daemon of another data directory: no note; a failure or an answer that is not
+    JSON: a note saying so)."""
     if _nothing_listens(url, min(CONNECT_TIMEOUT, timeout)):
         return DaemonAnswer(None)
     limits = Timeouts(connect=min(CONNECT_TIMEOUT, timeout), read=timeout, total=timeout)
     headers = {"Accept": "application/json", DATA_DIR_HEADER: str(data_dir.resolve())}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
     content = None
     if body is not None:
         content = json.dumps(body).encode()
@@ -105,6 +113,15 @@ def request_daemon(
         return DaemonAnswer(json.loads(raw), status=status)
     except ValueError as exc:
         return DaemonAnswer(None, f"no usable answer from {url}: {exc}")
+
+
+def refusal(url: str, status: int) -> str:
+    """Why the daemon's answer is not used, for the command's note."""
+    if status == 401:
+        return f"the daemon at {url} needs an access token (set {TOKEN_ENV})"
+    if status == 403:
+        return f"the daemon at {url} refused the access token in {TOKEN_ENV}"
+    return f"the daemon at {url} answered HTTP {status}"
 
 
 def _nothing_listens(url: str, timeout: float) -> bool:

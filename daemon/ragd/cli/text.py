@@ -190,14 +190,20 @@ def status_text(report: dict[str, Any]) -> str:
                 f"have a vector ({second['coverage']:.0%}); their hits rank by the first "
                 "stage until then"
             )
+    stores = report["stores"]
+    agree = f"stores: {'agree' if stores['agree'] else 'DISAGREE'}"
+    # A daemon answers a token of some sources without what counts the others
+    # (ragd.service.access.scoped_status): no queue, no store counts, no daemon figures.
+    if "queue_depth" not in report:
+        daemon = report.get("daemon") or {}
+        lines.append(agree + (f"; daemon {daemon['state']}" if "state" in daemon else ""))
+        return "\n".join(lines)
     lines.append(
         f"last full scan: {relative_time(report['last_full_scan_at'], now)}; queued jobs: "
         f"{report['queue_depth']} (index lag {report['index_lag_seconds']:.0f}s)"
     )
-    stores = report["stores"]
     lines.append(
-        f"stores: {'agree' if stores['agree'] else 'DISAGREE'} "
-        f"(manifest {stores['manifest_chunks']}, "
+        f"{agree} (manifest {stores['manifest_chunks']}, "
         f"lancedb {stores['lancedb_chunks']}, tantivy {stores['tantivy_chunks']} chunks)"
     )
     if daemon := report.get("daemon"):

@@ -169,8 +169,9 @@ def _digest(token: str) -> bytes:
 # -- what a status report shows ---------------------------------------------------------------
 
 # What a report's daemon (or replica) section may tell a token of some sources only:
-# nothing counted over every source, no source's schedule or poll, no path.
-_SCOPED_DAEMON_KEYS: Final = ("state", "writer_alive", "uptime_seconds")
+# nothing counted over every source, no source's schedule or poll; its data directory,
+# which the CLI checks is its own.
+_SCOPED_DAEMON_KEYS: Final = ("state", "writer_alive", "uptime_seconds", "data_dir")
 
 Event = tuple[str, str, str, str | None]
 """A writer's event as the status page lists it: (at, action, doc_id, reason)."""
