@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import httpx2
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -34,10 +35,17 @@ async def stdio_session(config: Path) -> AsyncIterator[ClientSession]:
 
 
 @asynccontextmanager
-async def http_session(port: int) -> AsyncIterator[ClientSession]:
-    """The SDK's Streamable HTTP client on `ragd serve`'s /mcp, initialised."""
+async def http_session(port: int, token: str | None = None) -> AsyncIterator[ClientSession]:
+    """The SDK's Streamable HTTP client on `ragd serve`'s /mcp, initialised; with `token`,
+    it sends `Authorization: Bearer <token>` on every request."""
+    headers = {"Authorization": f"Bearer {token}"} if token else None
     async with (
-        streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write, *_),
+        httpx2.AsyncClient(headers=headers, timeout=60) as client,
+        streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=client) as (
+            read,
+            write,
+            *_,
+        ),
         ClientSession(read, write) as session,
     ):
         await session.initialize()

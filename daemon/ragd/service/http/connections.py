@@ -38,17 +38,35 @@ from ragd.service.logs import get_logger
 log = get_logger("ragd.service.http")
 
 # Why a connection was closed: its headers or body took too long, it was the one that had
-# waited longest when a new connection needed its place, or it was refused on opening
-# because every open connection was being answered.
-CLOSE_REASONS: Final = ("header_timeout", "body_timeout", "over_limit", "refused")
+# waited longest when a new connection needed its place, it was refused on opening
+# because every open connection was being answered, or a request's headers ran past
+# MAX_HEADER_BYTES.
+CLOSE_REASONS: Final = (
+    "header_timeout", "body_timeout", "over_limit", "refused", "headers_too_large"
+)  # fmt: skip
+# What a request line and its headers may hold: uvicorn's own bound (h11's incomplete
+# event), answered here with 431, as HTTP says, rather than its bare 400.
+MAX_HEADER_BYTES: Final = 16 * 1024
 
 # Where a request's scope["state"] carries its connection (taken out before the app sees it).
 STATE_KEY: Final = "ragd.connection"
 
-_REFUSAL: Final = json.dumps({"error": "too many open connections; try again"}).encode()
-_REFUSED: Final = (
-    b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n"
-    b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(_REFUSAL), _REFUSAL)
+
+
+def _closing_answer(status: bytes, error: str) -> bytes:
+    body = json.dumps({"error": error}).encode()
+    return (
+        b"HTTP/1.1 %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\n"
+        b"connection: close\r\n\r\n%s" % (status, len(body), body)
+    )
+
+
+_REFUSED: Final = _closing_answer(
+    b"503 Service Unavailable", "too many open connections; try again"
+)
+_TOO_LARGE: Final = _closing_answer(
+    b"431 Request Header Fields Too Large",
+    f"the request's headers are over {MAX_HEADER_BYTES} bytes",
 )
 
 
@@ -133,6 +151,7 @@ class GuardedConnection(asyncio.Protocol):
         self._since = 0.0
         self._awaiting = ""  # the reason of the clock running: what the client owes
         self._tail = b""  # the last bytes received while headers are awaited
+        self._header_bytes = 0  # received of the awaited headers
         self._admitted = False  # uvicorn's protocol has the connection
         self._closed = False  # closed by us (or refused)
 
@@ -165,6 +184,10 @@ class GuardedConnection(asyncio.Protocol):
                 self._wait("body_timeout", self.connections.limits.body_timeout)
             else:
                 self._tail = seen[-3:]
+                self._header_bytes += len(data)
+                if self._header_bytes > MAX_HEADER_BYTES:
+                    self._refuse_headers()
+                    return
         self._http.data_received(data)
 
     def eof_received(self) -> None:
@@ -221,13 +244,25 @@ class GuardedConnection(asyncio.Protocol):
         # close would wait for it to take what is buffered.
         self._transport.abort()
 
+    def _refuse_headers(self) -> None:
+        """Answer 431 and close: what else the client sends is not read."""
+        if self._transport is None:
+            return
+        self._closed = True
+        waited = asyncio.get_running_loop().time() - self._since
+        self._stop_clock()
+        self.connections.forget(self)
+        self.connections.closed("headers_too_large", self._client, waited)
+        self._transport.write(_TOO_LARGE)
+        self._transport.close()
+
     def _wait(self, reason: str, seconds: float) -> None:
         if self._closed:  # a closed connection waits for nothing, nor holds a place
             return
         loop = asyncio.get_running_loop()
         self._since = loop.time()
         self._timer = loop.call_later(seconds, self.close, reason)
-        self._awaiting, self._tail = reason, b""
+        self._awaiting, self._tail, self._header_bytes = reason, b"", 0
         self.connections.waiting(self)
 
     def _stop_clock(self) -> None:

@@ -240,7 +240,10 @@ def build_server(reader: Reader, status: Callable[[], dict[str, Any]]) -> MCPSer
 def _grant(ctx: Context | None) -> Grant:
     """What the caller may read: the grant ragd's access gate put on the HTTP request
     (ragd.service.http.gate); over stdio, a local user's, everything."""
-    request = None if ctx is None else ctx.request_context.request
+    try:
+        request = None if ctx is None else ctx.request_context.request
+    except ValueError:  # called outside any request: in this process, not over HTTP
+        request = None
     state = getattr(request, "scope", {}).get("state") or {}
     found = state.get("grant", OPEN)
     return found if isinstance(found, Grant) else OPEN
