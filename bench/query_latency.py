@@ -3,7 +3,7 @@
 Usage:
     python bench/query_latency.py CORPUS [--copies N] [--queries 500] [--clients 4]
                                   [--seconds 20] [--model DIR] [--rerank-model DIR]
-                                  [--no-rerank] [--work DIR] [--ab-held-ids]
+                                  [--no-rerank] [--work DIR] [--ab-held-ids] [--auth]
 
 CORPUS is a directory or a .tar.gz (e.g. ../shared/corpora/tldr-pages.tar.gz). With
 `--copies N` the corpus is placed N times under one root (copy-1/, copy-2/, ...) to reach
@@ -25,6 +25,11 @@ and first scan included) and its RSS at the end.
 With `--ab-held-ids`, the vector and hybrid modes are also timed, query by query in
 alternating order, over read handles that hold no chunk ids (a vector hit's chunk id is
 then read from the table): what the ids held by row id are worth, A against B in one run.
+
+With `--auth`, the HTTP step runs again on a daemon whose [access] has tokens (ten, the
+one used scoped to the corpus's source, so the scope filter runs inside both retrievers),
+every request carrying `Authorization: Bearer`: the two rows and their p50 ratio show
+what checking a token and scoping a query cost.
 
 Queries are drawn from the indexed text itself (seeded): half are 2-4 words of a chunk's
 heading path, half 4-6 consecutive words of its body, so each has a findable answer.
@@ -163,7 +168,9 @@ def held_ids_ab(runtime: Runtime, queries: list[str]) -> dict[str, list[float]]:
     return timings
 
 
-def over_http(port: int, queries: list[str], clients: int, seconds: float) -> list[float]:
+def over_http(
+    port: int, queries: list[str], clients: int, seconds: float, token: str | None = None
+) -> list[float]:
     """Run `clients` keep-alive HTTP clients for `seconds`; every request's latency."""
     latencies: list[float] = []
     lock = threading.Lock()
@@ -177,6 +184,8 @@ def over_http(port: int, queries: list[str], clients: int, seconds: float) -> li
             while time.monotonic() < deadline:
                 body = json.dumps({"query": queries[n % len(queries)], "mode": "hybrid"})
                 headers = {"Content-Type": "application/json"}
+                if token is not None:
+                    headers["Authorization"] = f"Bearer {token}"
                 started = time.perf_counter()
                 reply = connection.post("/v1/query", content=body, headers=headers)
                 if reply.status_code != 200:
@@ -192,6 +201,59 @@ def over_http(port: int, queries: list[str], clients: int, seconds: float) -> li
     for thread in threads:
         thread.join()
     return latencies
+
+
+# --auth: ten tokens, the one the clients send scoped to the corpus's one source.
+AUTH_TOKEN = "b" * 64
+AUTH_ENVIRON = {f"RAGD_BENCH_TOKEN_{n}": f"{n:02d}" * 32 for n in range(9)} | {
+    "RAGD_BENCH_TOKEN_9": AUTH_TOKEN
+}
+ACCESS_TABLES = "".join(
+    f'\n[[access.tokens]]\nname = "t{n}"\ntoken_env = "RAGD_BENCH_TOKEN_{n}"\n'
+    'sources = ["bench"]\n'
+    for n in range(10)
+)
+
+
+def serve_and_ask(
+    config: Path,
+    work: Path,
+    port: int,
+    queries: list[str],
+    args: argparse.Namespace,
+    environ: dict[str, str],
+    token: str | None,
+) -> tuple[list[float], float, float]:
+    """Start `ragd serve`, wait until it answers a query, run the HTTP clients; their
+    latencies and the daemon's peak and final RSS."""
+    with (work / "serve.log").open("ab") as log:
+        daemon = subprocess.Popen(
+            [sys.executable, "-m", "ragd", "--config", str(config), "serve"],
+            stdout=log,
+            stderr=log,
+            env=environ,
+        )
+        try:
+            wait_until(lambda: answers(port, token), 600, 0.2)
+            latencies = over_http(port, queries, args.clients, args.seconds, token)
+            peak, rss = rss_mib(daemon.pid)
+        finally:
+            stop_daemon(daemon)
+    return latencies, peak, rss
+
+
+def answers(port: int, token: str | None) -> bool:
+    """Whether the daemon on `port` is ready: its start-up scan finished (without tokens),
+    or, asked with a token of some sources (which sees no writer figures), it says ok
+    (`ragd index` ran first, so its scan has nothing to do)."""
+    if token is None:
+        return scan_finished(port)
+    headers = {"Authorization": f"Bearer {token}"}
+    try:
+        reply = httpx.get(f"http://127.0.0.1:{port}/v1/status", headers=headers, timeout=30)
+    except httpx.HTTPError:
+        return False
+    return reply.status_code == 200 and reply.json()["daemon"]["state"] == "ok"
 
 
 def rss_mib(pid: int) -> tuple[float, float]:
@@ -218,6 +280,7 @@ def main() -> None:
         "--work", type=Path, help="Keep corpus copy, config and index here (reused if present)."
     )
     parser.add_argument("--ab-held-ids", action="store_true")
+    parser.add_argument("--auth", action="store_true", help="Also time HTTP with tokens.")
     args = parser.parse_args()
 
     scratch = None if args.work else tempfile.TemporaryDirectory(prefix="ragd-query-bench-")
@@ -269,30 +332,28 @@ def main() -> None:
             print(f"{mode}: p50 reading the column / p50 holding the ids = {ratio:.2f}x")
 
     port = int(config.read_text().split("127.0.0.1:")[1].split('"')[0])
-    with (work / "serve.log").open("ab") as log:
-        daemon = subprocess.Popen(
-            [sys.executable, "-m", "ragd", "--config", str(config), "serve"],
-            stdout=log,
-            stderr=log,
-            env=dict(os.environ, HF_HUB_OFFLINE="1"),
-        )
-        try:
-            wait_until(lambda: scan_finished(port), 600, 0.2)
-            latencies = over_http(port, queries, args.clients, args.seconds)
-            peak, rss = rss_mib(daemon.pid)
-        finally:
-            stop_daemon(daemon)
     print()
     print(
-        "| HTTP clients | requests | queries/s | p50 ms | p95 ms | p99 ms "
+        "| HTTP clients | tokens | requests | queries/s | p50 ms | p95 ms | p99 ms "
         "| serve RSS MiB: peak / at the end |"
     )
-    print("|---|---|---|---|---|---|---|")
-    print(
-        f"| {args.clients} | {len(latencies)} | {len(latencies) / args.seconds:.0f} | "
-        f"{percentiles(latencies)} | {peak:.0f} / {rss:.0f} |"
-    )
-    print(f"(mean {statistics.mean(latencies) * 1000:.1f} ms over {args.seconds:.0f} s, hybrid)")
+    print("|---|---|---|---|---|---|---|---|")
+    runs = [None, AUTH_TOKEN] if args.auth else [None]
+    medians = []
+    for token in runs:
+        if token is not None:
+            with config.open("a") as out:
+                out.write(ACCESS_TABLES)
+        environ = dict(os.environ, HF_HUB_OFFLINE="1", **(AUTH_ENVIRON if token else {}))
+        latencies, peak, rss = serve_and_ask(config, work, port, queries, args, environ, token)
+        medians.append(statistics.median(latencies))
+        print(
+            f"| {args.clients} | {'yes' if token else 'none'} | {len(latencies)} | "
+            f"{len(latencies) / args.seconds:.0f} | {percentiles(latencies)} | "
+            f"{peak:.0f} / {rss:.0f} |"
+        )
+    if args.auth:
+        print(f"p50 with tokens / p50 without: {medians[1] / medians[0]:.2f}x")
     if scratch is not None:
         scratch.cleanup()
 

@@ -181,6 +181,12 @@ class Searcher:
         self._check_sources(filters)
         if filters.matches_nothing:  # every source asked for is outside the token's scope
             return SearchResponse(query=query, mode=mode, abstained=True)
+        if filters.scope is not None and filters.scope.issuperset(
+            {*self.policies, *self.manifest.sources()}
+        ):
+            # A scope holding every configured and indexed source filters nothing (a new
+            # document's source is one of them): no pattern for the retrievers to match.
+            filters = replace(filters, scope=None)
         pattern = filters.doc_pattern()
         scorer = (
             self.second.prepare(query, encoded.second, self.settings.candidates, pattern)
