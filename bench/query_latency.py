@@ -209,8 +209,7 @@ AUTH_ENVIRON = {f"RAGD_BENCH_TOKEN_{n}": f"{n:02d}" * 32 for n in range(9)} | {
     "RAGD_BENCH_TOKEN_9": AUTH_TOKEN
 }
 ACCESS_TABLES = "".join(
-    f'\n[[access.tokens]]\nname = "t{n}"\ntoken_env = "RAGD_BENCH_TOKEN_{n}"\n'
-    'sources = ["bench"]\n'
+    f'\n[[access.tokens]]\nname = "t{n}"\ntoken_env = "RAGD_BENCH_TOKEN_{n}"\nsources = ["bench"]\n'
     for n in range(10)
 )
 

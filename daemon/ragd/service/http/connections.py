@@ -52,7 +52,6 @@ MAX_HEADER_BYTES: Final = 16 * 1024
 STATE_KEY: Final = "ragd.connection"
 
 
-
 def _closing_answer(status: bytes, error: str) -> bytes:
     body = json.dumps({"error": error}).encode()
     return (
