@@ -185,9 +185,15 @@ def test_metrics_need_a_token_for_every_source(served: Served) -> None:
     ]
 
 
-def test_the_mcp_token_still_reads_everything(served: Served) -> None:
+def test_the_mcp_token_still_reads_everything_over_mcp_and_http(served: Served) -> None:
+    async def search() -> Any:
+        async with http_session(served.port, MCP) as session:
+            return await session.call_tool("search", {"query": "vacation policy", "k": 12})
+
+    found = asyncio.run(asyncio.wait_for(search(), 60))
     status, _, body = request(served, "POST", "/v1/query", MCP, {"query": "vacation", "k": 12})
 
+    assert {h["doc_id"].split(":")[0] for h in found.structured_content["hits"]} == set(SOURCES)
     assert status == 200
     assert {h["source"] for h in json.loads(body)["results"]} == set(SOURCES)
 
