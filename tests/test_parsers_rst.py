@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import re
 import shutil
+import string
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ragd.adapters.docutils import MAX_BLOCKS_TIMES_LINES, blocks_times_lines
 from ragd.indexing.chunking import ChunkSettings, chunk_document
@@ -234,6 +237,55 @@ def test_no_chunk_of_a_real_page_holds_rst_markup(path: Path) -> None:
         if pattern.search(chunk.text)
     }
     assert found == set()
+
+
+# Any mix of real pages' constructs and words: whatever the order, no chunk holds markup.
+_PIECES = [
+    "Title\n=====\n\n",
+    "=======\nOverline\n=======\n\n",
+    "Section\n-------\n\n",
+    "Sub\n~~~\n\n",
+    ".. code-block:: cmake\n   :caption: x\n\n   add_library(foo STATIC a.c)\n\n",
+    "Example::\n\n   make all\n\n",
+    ".. note:: Mind the gap.\n\n",
+    ".. versionadded:: 3.11\n\n   Added words.\n\n",
+    ".. deprecated:: 4.0\n\n",
+    ".. admonition:: Careful\n\n   Admonished words.\n\n",
+    ".. toctree::\n   :maxdepth: 1\n\n   toctreeword\n   usage\n\n",
+    ".. contents:: On this page\n   :local:\n\n",
+    ".. only:: html\n\n   Only in HTML, onlyword.\n\n",
+    ".. raw:: html\n\n   <b>rawword</b>\n\n",
+    ".. index:: single: indexword; pair\n\n",
+    ".. _label:\n\n",
+    ".. a commentword\n   on two lines\n\n",
+    "..\n   a commentword below an empty line\n\n",
+    ".. |sub| replace:: substituted\n\n",
+    ".. include:: includeword.rst\n\n",
+    ".. cmake:signature:: add_library(<name> ALIAS <target>)\n   :target: ALIAS\n\n"
+    "   Creates an *Alias* target.\n\n",
+    ".. frobnicate::\n\n   .. nested-unknown::\n\n      :weird:role:`deep` text\n\n",
+    "Use :command:`add_library` and :ref:`label <x>` and :unknown:`y <z>` here.\n\n",
+    "With |sub| and ``literal`` and *emphasis* and `title` and :func:`~os.path.join`.\n\n",
+    "* one\n* two\n\n",
+    "term\n   definition\n\n",
+    "+-----+-----+\n| a   | b   |\n+=====+=====+\n| 1   | 2   |\n+-----+-----+\n\n",
+    "=== ===\nx   y\n=== ===\n3   4\n=== ===\n\n",
+    "`unclosed and :bad:`role\n\n",
+    "\n",
+]
+# Words inside what is dropped whole: comments, toctree, only, raw, index, include.
+_DROPPED = re.compile(r"commentword|toctreeword|onlyword|rawword|indexword|includeword")
+_WORDS = st.text(alphabet=string.ascii_letters + " ", min_size=1, max_size=30)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(_PIECES), _WORDS.map(lambda w: f"{w}\n\n"))))
+def test_no_mix_of_rst_constructs_leaves_markup_in_a_chunk(pieces: list[str]) -> None:
+    chunks = chunk_document(parse("".join(pieces)), ChunkSettings(900, 120))
+
+    found = [(name, c.text) for c in chunks for name, p in _MARKUP.items() if p.search(c.text)]
+    assert found == []
+    assert [c.text for c in chunks if _DROPPED.search(c.text)] == []
 
 
 def test_the_fixtures_are_six_or_more_real_pages() -> None:
