@@ -326,25 +326,3 @@ def test_an_invalid_notebook_is_a_recorded_failure_beside_indexed_ones(
         manifest.close()
     assert failed is not None and failed.status == "failed"
     assert failed.error is not None and failed.error.startswith("invalid notebook (")
-
-
-def test_editing_one_markdown_cell_re_embeds_only_its_sections_chunks(
-    folder: Path, fake_embedder: FakeEmbedder
-) -> None:
-    path = folder / "importing_notebooks.ipynb"
-    original = (FIXTURES / path.name).read_text()
-    path.write_text(original)
-    first = index(folder, fake_embedder)
-    fake_embedder.texts.clear()
-    old = "All this one does is check, when you do:"
-    assert original.count(old) == 1
-    path.write_text(original.replace(old, "All this one does is check, on every import:"))
-
-    report = index(folder, fake_embedder)
-
-    assert report["documents"]["changed"] == 1
-    assert report["chunks"]["embedded"] == 1
-    assert report["chunks"]["reused"] == first["chunks"]["embedded"] - 1
-    assert len(fake_embedder.texts) == 1
-    assert "The Module Finder" in fake_embedder.texts[0]
-    assert "on every import" in fake_embedder.texts[0]

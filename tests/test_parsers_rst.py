@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import shutil
 import string
 from pathlib import Path
 
@@ -13,12 +12,7 @@ from hypothesis import strategies as st
 
 from ragd.adapters.docutils import MAX_BLOCKS_TIMES_LINES, blocks_times_lines
 from ragd.indexing.chunking import ChunkSettings, chunk_document
-from ragd.indexing.indexer import Indexer
 from ragd.indexing.parsers import Block, ParsedDocument, UnsupportedDocument, parse_document
-from ragd.indexing.pipeline import Pipeline, manifest_keyword_rows
-from ragd.sources.folders import FolderSource
-from ragd.stores.data_dir import DataDir, WriterStores
-from tests.conftest import FakeEmbedder
 
 FIXTURES = Path(__file__).parent / "fixtures" / "rst"
 RST_FIXTURES = sorted(FIXTURES.glob("*.rst"))
@@ -337,36 +331,3 @@ def test_a_page_after_a_failed_one_parses_as_before() -> None:
     with pytest.raises(UnsupportedDocument):
         parse("".join("  " * depth + "* item\n\n" for depth in range(1000)))
     assert parse("Title\n=====\n\n:ref:`a <b>` and .. x\n") == expected
-
-
-def _index(root: Path, data: Path, embedder: FakeEmbedder) -> dict[str, dict[str, int]]:
-    stores = WriterStores(DataDir(data), keyword_rows=manifest_keyword_rows)
-    try:
-        folder = FolderSource("docs", root, ("**/*.rst",))
-        pipeline = Pipeline(ChunkSettings(900, 120), embedder.identity)
-        report = Indexer(stores, [folder], pipeline, embedder).run().to_json()
-    finally:
-        stores.close()
-    return report  # type: ignore[return-value]
-
-
-def test_editing_one_section_embeds_only_that_sections_chunks(
-    tmp_path: Path, fake_embedder: FakeEmbedder
-) -> None:
-    root = tmp_path / "docs"
-    root.mkdir()
-    page = root / "add_library.rst"
-    shutil.copy(FIXTURES / "command_add_library.rst", page)
-    first = _index(root, tmp_path / "data", fake_embedder)
-    fake_embedder.texts.clear()
-    source = page.read_text()
-    edited = "targets can be used as linkable targets and as targets to\nread"
-    assert source.count(edited) == 1
-    page.write_text(source.replace(edited, edited.replace("linkable", "linked-to")))
-
-    report = _index(root, tmp_path / "data", fake_embedder)
-
-    assert report["documents"]["changed"] == 1
-    assert report["chunks"]["embedded"] == len(fake_embedder.texts) >= 1
-    assert all(text.startswith("add_library — Alias Libraries\n") for text in fake_embedder.texts)
-    assert report["chunks"]["reused"] == first["chunks"]["embedded"] - report["chunks"]["deleted"]
