@@ -4,12 +4,14 @@ For each format that reads sections from markup (reStructuredText, MDX, notebook
 Markdown with generator markup), a real page is indexed into real stores on disk, one
 section (one notebook cell) is edited, and it is indexed again. The fake embedder records
 every text sent to the "model": it must be exactly the edited section's new chunk texts,
-and every chunk of the other sections keeps its id. PDF's page-level guarantee is
-tests/integration/test_pdf_index.py's.
+and every chunk of the other sections keeps its id. A PDF's sections are its pages (under
+its outline's headings): a real PDF cannot be edited in place, so tests/pdfs.py writes one
+whose pages each have an outline entry.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +26,7 @@ from ragd.stores.data_dir import DataDir, WriterStores
 from ragd.stores.manifest_reader import ManifestReader
 from ragd.stores.records import ChunkRecord
 from tests.conftest import FASTAPI_DOCS, FakeEmbedder
+from tests.pdfs import text_pdf
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SETTINGS = ChunkSettings(900, 120)
@@ -31,44 +34,65 @@ SETTINGS = ChunkSettings(900, 120)
 
 @dataclass(frozen=True)
 class Edit:
-    """A one-place change to a real page, and the heading path of the section it is in."""
+    """A one-place change to a page, and the heading path of the section it is in."""
 
-    page: Path
+    name: str
+    original: Callable[[], bytes]
     old: str
     new: str
     section: tuple[str, ...]
 
 
+def real(page: Path, old: str, new: str, section: tuple[str, ...]) -> Edit:
+    return Edit(page.name, page.read_bytes, old, new, section)
+
+
+_MANUAL = [["Install", "Run the installer."], ["Configure", "Edit the settings file."]]
+_MANUAL += [["Usage", "Call it with the file."]]
+
+
+def _manual() -> bytes:
+    return text_pdf(_MANUAL, outline=[(lines[0], n) for n, lines in enumerate(_MANUAL)])
+
+
 EDITS = {
-    "rst section": Edit(
+    "rst section": real(
         FIXTURES / "rst" / "command_add_library.rst",
         "targets can be used as linkable targets",
         "targets can be used as linked-to targets",
         ("add_library", "Alias Libraries"),
     ),
-    "mdx section": Edit(
+    "mdx section": real(
         FIXTURES / "mdx" / "markdown-features-tabs.mdx",
         "customize the appearance of a certain set of tabs",
         "customize the look of a certain set of tabs",
         ("Tabs", "Customizing tabs"),
     ),
-    "notebook markdown cell": Edit(
+    "notebook markdown cell": real(
         FIXTURES / "notebooks" / "importing_notebooks.ipynb",
         "All this one does is check, when you do:",
         "All this one does is check, on every import:",
         ("Importing Jupyter Notebooks as Modules", "The Module Finder"),
     ),
-    "notebook code cell": Edit(
+    "notebook code cell": real(
         FIXTURES / "notebooks" / "importing_notebooks.ipynb",
         "sys.meta_path.append(NotebookFinder())",
         "sys.meta_path.insert(0, NotebookFinder())",
         ("Importing Jupyter Notebooks as Modules", "Register the hook"),
     ),
-    "markdown admonition": Edit(
+    "markdown admonition": real(
         FASTAPI_DOCS / "docs" / "en" / "docs" / "tutorial" / "body.md",
         "It improves editor support for Pydantic models, with:",
         "It improves editor support for Pydantic models, including:",
         ("Request Body", "Editor support"),
+    ),
+    # Same length: the hand-written PDF's offsets stay right.
+    "pdf page": Edit(
+        "manual.pdf",
+        _manual,
+        "Edit the settings file.",
+        "Edit the settings note.",
+        ("manual", "Configure"),
     ),
 }
 
@@ -109,10 +133,10 @@ def root(tmp_path: Path) -> Path:
 def test_editing_one_section_embeds_exactly_that_sections_new_chunks(
     edit: Edit, root: Path, fake_embedder: FakeEmbedder
 ) -> None:
-    original = edit.page.read_bytes()
+    original = edit.original()
     assert original.count(edit.old.encode()) == 1
     edited = original.replace(edit.old.encode(), edit.new.encode())
-    page = root / edit.page.name
+    page = root / edit.name
     page.write_bytes(original)
     index(root, fake_embedder)
     before = stored_chunks(root, page.name)
