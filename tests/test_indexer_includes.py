@@ -13,6 +13,7 @@ from pathlib import Path
 from ragd.indexing.chunking import ChunkSettings
 from ragd.indexing.indexer import Indexer
 from ragd.indexing.pipeline import Pipeline, manifest_keyword_rows
+from ragd.indexing.report import IndexReport
 from ragd.sources.folders import FolderSource
 from ragd.stores.data_dir import DataDir, WriterStores
 from ragd.stores.manifest_reader import ManifestReader
@@ -46,19 +47,17 @@ class Docs:
         pipeline = Pipeline(ChunkSettings(900, 120), self.embedder.identity)
         return Indexer(stores, [folder], pipeline, self.embedder)
 
-    def run(self) -> dict[str, int]:
+    def run(self) -> IndexReport:
         stores = WriterStores(self.data, keyword_rows=manifest_keyword_rows)
         try:
-            documents = self._indexer(stores).run().to_json()["documents"]
-            return documents  # type: ignore[no-any-return]
+            return self._indexer(stores).run()
         finally:
             stores.close()
 
-    def sync(self, keys: Sequence[str]) -> dict[str, int]:
+    def sync(self, keys: Sequence[str]) -> IndexReport:
         stores = WriterStores(self.data, keyword_rows=manifest_keyword_rows)
         try:
-            documents = self._indexer(stores).sync("docs", keys=keys).to_json()["documents"]
-            return documents  # type: ignore[no-any-return]
+            return self._indexer(stores).sync("docs", keys=keys)
         finally:
             stores.close()
 
@@ -77,7 +76,7 @@ def test_a_code_include_outside_the_selected_files_is_indexed_as_code(
 
     report = docs.run()
 
-    assert report["added"] == 2
+    assert report.added == 2
     text = docs.text_of("docs/en/docs/tutorial/body.md")
     assert f"```py\n{CODE}```" in text
     assert "{*" not in text
@@ -94,8 +93,8 @@ def test_editing_an_included_file_reindexes_its_includers_and_only_them(
 
     report = docs.run()
 
-    assert report["changed"] == 2
-    assert report["unchanged"] == 1
+    assert report.changed == 2
+    assert report.unchanged == 1
     assert "price: float" in docs.text_of("docs/en/docs/tutorial/body.md")
     assert "price: float" in docs.text_of("docs/en/docs/tutorial/again.md")
     assert all("No includes here" not in text for text in fake_embedder.texts)
@@ -111,8 +110,8 @@ def test_a_pass_after_the_includes_changed_passes_over_them_again(
 
     report = docs.run()
 
-    assert report["changed"] == 0
-    assert report["unchanged"] == 2
+    assert report.changed == 0
+    assert report.unchanged == 2
 
 
 def test_a_missing_include_is_dropped_and_read_once_it_appears(
@@ -126,9 +125,9 @@ def test_a_missing_include_is_dropped_and_read_once_it_appears(
 
     report = docs.run()
 
-    assert first["added"] == 2 and first["failed"] == 0
+    assert first.added == 2 and first.failed == 0
     assert "8<" not in text_before and "later.md" not in text_before
-    assert report["changed"] == 1
+    assert report.changed == 1
     assert "Written after the first pass." in docs.text_of("docs/en/docs/tutorial/body.md")
 
 
@@ -143,7 +142,7 @@ def test_an_include_that_climbs_out_of_the_root_is_dropped(
 
     report = docs.run()
 
-    assert report["failed"] == 0
+    assert report.failed == 0
     assert docs.text_of("docs/page.md") == "Text."
 
 
@@ -190,5 +189,5 @@ def test_a_hint_on_an_included_file_reindexes_its_includers(
 
     report = docs.sync(["docs_src/body/tutorial001.py"])
 
-    assert report["changed"] == 1
+    assert report.changed == 1
     assert "price: float" in docs.text_of("docs/en/docs/tutorial/body.md")

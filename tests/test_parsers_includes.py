@@ -5,7 +5,9 @@ from __future__ import annotations
 from ragd.indexing.parsers import parse_document
 
 FILES = {
-    "docs_src/app.py": "import fastapi\n\napp = fastapi.FastAPI()\n\n\n@app.get('/')\ndef root():\n    return {}\n",
+    "docs_src/app.py": (
+        "import fastapi\n\napp = fastapi.FastAPI()\n\n\n@app.get('/')\ndef root():\n    return {}\n"
+    ),
     "snippets/install.md": "Run `pip install ragd` first.\n",
     "snippets/nested.md": 'Nested text.\n\n--8<-- "snippets/install.md"\n',
     "shared/intro.rst": "Shared introduction.\n",
