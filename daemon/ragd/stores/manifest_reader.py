@@ -145,6 +145,15 @@ class ManifestReader:
             rows += self._conn.execute(f"{sql} AND i.included IN ({marks})", (source, *batch))
         return rows
 
+    def is_included(self, source: str, key: str) -> bool:
+        """Whether a document of `source` included the file `key` (or looked for it)."""
+        row = self._conn.execute(
+            "SELECT 1 FROM includes i JOIN documents d ON d.doc_id = i.doc_id "
+            "WHERE i.included = ? AND d.source = ? LIMIT 1",
+            (key, source),
+        ).fetchone()
+        return row is not None
+
     def unchanged_listing(self, source: str, fingerprint: str) -> str | None:
         """The digest of the listing in which every document of `source` is unchanged under
         `fingerprint` (ragd.stores.records.listing_digest), if one is known."""
