@@ -28,7 +28,8 @@ CODE = "from pydantic import BaseModel\n\nclass Item(BaseModel):\n    name: str\
 class Docs:
     """A source root laid out like FastAPI's repository, and its data directory."""
 
-    def __init__(self, tmp_path: Path, embedder: FakeEmbedder) -> None:
+    def __init__(self, tmp_path: Path, embedder: FakeEmbedder, worker_min_files: int = 500) -> None:
+        self.worker_min_files = worker_min_files  # 1: every pass prepares on worker processes
         self.root = tmp_path / "repo"
         self.data = DataDir(tmp_path / "data")
         self.embedder = embedder
@@ -45,7 +46,9 @@ class Docs:
     def _indexer(self, stores: WriterStores) -> Indexer:
         folder = FolderSource("docs", self.root, ("**/*.md", "**/*.rst"))
         pipeline = Pipeline(ChunkSettings(900, 120), self.embedder.identity)
-        return Indexer(stores, [folder], pipeline, self.embedder)
+        return Indexer(
+            stores, [folder], pipeline, self.embedder, worker_min_files=self.worker_min_files
+        )
 
     def run(self) -> IndexReport:
         stores = WriterStores(self.data, keyword_rows=manifest_keyword_rows)
@@ -80,6 +83,19 @@ def test_a_code_include_outside_the_selected_files_is_indexed_as_code(
     text = docs.text_of("docs/en/docs/tutorial/body.md")
     assert f"```py\n{CODE}```" in text
     assert "{*" not in text
+
+
+def test_worker_processes_read_includes_as_the_writer_does(
+    tmp_path: Path, fake_embedder: FakeEmbedder
+) -> None:
+    docs = Docs(tmp_path, fake_embedder, worker_min_files=1)
+    docs.run()
+    docs.write("docs_src/body/tutorial001.py", CODE.replace("name: str", "price: float"))
+
+    report = docs.run()
+
+    assert report.changed == 1
+    assert "price: float" in docs.text_of("docs/en/docs/tutorial/body.md")
 
 
 def test_editing_an_included_file_reindexes_its_includers_and_only_them(

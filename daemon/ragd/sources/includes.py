@@ -21,7 +21,8 @@ from __future__ import annotations
 import hashlib
 import os
 import posixpath
-from dataclasses import dataclass
+import stat
+from dataclasses import dataclass, field
 
 from ragd.errors import DocumentError
 from ragd.sources.folders import read_regular_file
@@ -36,15 +37,34 @@ IncludeDigests = tuple[tuple[str, str], ...]
 
 @dataclass(frozen=True, slots=True)
 class IncludeRoot:
-    """Reads included files under one source root; a plain value, so it pickles."""
+    """Reads included files under one source root; a plain value, so it pickles.
+
+    Real paths of directories are remembered for its lifetime (one pass, or one worker
+    task): realpath walks every component, and most includes share a few directories.
+    """
 
     root: str
+    real_root: str = field(init=False)
+    _real_dirs: dict[str, str] = field(init=False, default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "real_root", os.path.realpath(self.root))
 
     def read(self, key: str) -> bytes | None:
         """The bytes of the file at root-relative `key`, when it may be included."""
-        real_root = os.path.realpath(self.root)
-        path = os.path.realpath(os.path.join(real_root, key))  # noqa: PTH118
-        if os.path.commonpath([real_root, path]) != real_root or path == real_root:
+        path = os.path.join(self.real_root, key)  # noqa: PTH118
+        try:
+            link = stat.S_ISLNK(os.lstat(path).st_mode)
+        except (OSError, ValueError):
+            return None  # most keys a pass checks again are missing ones: no realpath
+        if link:
+            path = os.path.realpath(path)
+        else:
+            directory, name = os.path.split(path)
+            if (real := self._real_dirs.get(directory)) is None:
+                real = self._real_dirs[directory] = os.path.realpath(directory)
+            path = os.path.join(real, name)  # noqa: PTH118
+        if os.path.commonpath([self.real_root, path]) != self.real_root:
             return None  # a symlink out of the root
         try:
             return read_regular_file(path, MAX_INCLUDE_BYTES).data
