@@ -57,3 +57,12 @@ def test_the_first_writer_adds_the_second_key_column_and_keeps_every_row(schema_
     assert conn.execute("SELECT chunk_id, second_key FROM chunks").fetchall() == [("c1", None)]
     version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
     assert version == (str(SCHEMA_VERSION),)
+
+
+def test_the_first_writer_adds_an_empty_includes_table(schema_1: Path) -> None:
+    manifest = Manifest.open(schema_1)
+    try:
+        assert manifest.include_digests("docs") == []
+        assert not manifest.is_included("docs", "docs_src/app.py")
+    finally:
+        manifest.close()
