@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from ragd.adapters.object_store import ObjectStore
+from ragd.indexing.parsers import ReadInclude
 from ragd.indexing.pipeline import Pipeline, ProcessedDocument
 from ragd.service.logs import get_logger
 from ragd.stores.jobs import Job, JobQueue
@@ -237,8 +238,14 @@ class PoisonedPipeline(Pipeline):
     plan: FaultPlan = field(default_factory=FaultPlan, compare=False)
 
     def process(
-        self, data: bytes, filename: str, doc_id: str, *, title: str | None = None
+        self,
+        data: bytes,
+        filename: str,
+        doc_id: str,
+        *,
+        title: str | None = None,
+        read_include: ReadInclude | None = None,
     ) -> ProcessedDocument:
         if POISON in data:
             self.plan.reached("poisoned_parse")
-        return super().process(data, filename, doc_id, title=title)
+        return super().process(data, filename, doc_id, title=title, read_include=read_include)

@@ -9,6 +9,7 @@ from pathlib import Path
 from ragd.indexing.chunking import ChunkSettings
 from ragd.indexing.entries import EntryOutcome, EntryUpdate, entry_outcome
 from ragd.indexing.parse_guard import ParseGuard
+from ragd.indexing.parsers import ReadInclude
 from ragd.indexing.pipeline import Pipeline, ProcessedDocument
 from ragd.stores.records import DocumentRecord, content_hash, doc_id_of
 
@@ -128,10 +129,16 @@ class Watching(Pipeline):
     seen: list[str] = field(default_factory=list)
 
     def process(
-        self, data: bytes, filename: str, doc_id: str, *, title: str | None = None
+        self,
+        data: bytes,
+        filename: str,
+        doc_id: str,
+        *,
+        title: str | None = None,
+        read_include: ReadInclude | None = None,
     ) -> ProcessedDocument:
         self.seen.append(self.guard_file.read_text())
-        return super().process(data, filename, doc_id, title=title)
+        return super().process(data, filename, doc_id, title=title, read_include=read_include)
 
 
 def watching(tmp_path: Path) -> Watching:

@@ -67,3 +67,12 @@ def test_the_first_writer_adds_the_page_column_and_keeps_every_row(schema_1: Pat
     conn = sqlite3.connect(schema_1)
     assert has_pages(conn)
     assert conn.execute("SELECT chunk_id, page FROM chunks").fetchall() == [("c1", None)]
+
+
+def test_the_first_writer_adds_an_empty_includes_table(schema_1: Path) -> None:
+    manifest = Manifest.open(schema_1)
+    try:
+        assert manifest.include_digests("docs") == []
+        assert not manifest.is_included("docs", "docs_src/app.py")
+    finally:
+        manifest.close()

@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import re
-import shutil
+import string
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ragd.adapters.docutils import MAX_BLOCKS_TIMES_LINES, blocks_times_lines
 from ragd.indexing.chunking import ChunkSettings, chunk_document
-from ragd.indexing.indexer import Indexer
 from ragd.indexing.parsers import Block, ParsedDocument, UnsupportedDocument, parse_document
-from ragd.indexing.pipeline import Pipeline, manifest_keyword_rows
-from ragd.sources.folders import FolderSource
-from ragd.stores.data_dir import DataDir, WriterStores
-from tests.conftest import FakeEmbedder
 
 FIXTURES = Path(__file__).parent / "fixtures" / "rst"
 RST_FIXTURES = sorted(FIXTURES.glob("*.rst"))
@@ -236,6 +233,55 @@ def test_no_chunk_of_a_real_page_holds_rst_markup(path: Path) -> None:
     assert found == set()
 
 
+# Any mix of real pages' constructs and words: whatever the order, no chunk holds markup.
+_PIECES = [
+    "Title\n=====\n\n",
+    "=======\nOverline\n=======\n\n",
+    "Section\n-------\n\n",
+    "Sub\n~~~\n\n",
+    ".. code-block:: cmake\n   :caption: x\n\n   add_library(foo STATIC a.c)\n\n",
+    "Example::\n\n   make all\n\n",
+    ".. note:: Mind the gap.\n\n",
+    ".. versionadded:: 3.11\n\n   Added words.\n\n",
+    ".. deprecated:: 4.0\n\n",
+    ".. admonition:: Careful\n\n   Admonished words.\n\n",
+    ".. toctree::\n   :maxdepth: 1\n\n   toctreeword\n   usage\n\n",
+    ".. contents:: On this page\n   :local:\n\n",
+    ".. only:: html\n\n   Only in HTML, onlyword.\n\n",
+    ".. raw:: html\n\n   <b>rawword</b>\n\n",
+    ".. index:: single: indexword; pair\n\n",
+    ".. _label:\n\n",
+    ".. a commentword\n   on two lines\n\n",
+    "..\n   a commentword below an empty line\n\n",
+    ".. |sub| replace:: substituted\n\n",
+    ".. include:: includeword.rst\n\n",
+    ".. cmake:signature:: add_library(<name> ALIAS <target>)\n   :target: ALIAS\n\n"
+    "   Creates an *Alias* target.\n\n",
+    ".. frobnicate::\n\n   .. nested-unknown::\n\n      :weird:role:`deep` text\n\n",
+    "Use :command:`add_library` and :ref:`label <x>` and :unknown:`y <z>` here.\n\n",
+    "With |sub| and ``literal`` and *emphasis* and `title` and :func:`~os.path.join`.\n\n",
+    "* one\n* two\n\n",
+    "term\n   definition\n\n",
+    "+-----+-----+\n| a   | b   |\n+=====+=====+\n| 1   | 2   |\n+-----+-----+\n\n",
+    "=== ===\nx   y\n=== ===\n3   4\n=== ===\n\n",
+    "`unclosed and :bad:`role\n\n",
+    "\n",
+]
+# Words inside what is dropped whole: comments, toctree, only, raw, index, include.
+_DROPPED = re.compile(r"commentword|toctreeword|onlyword|rawword|indexword|includeword")
+_WORDS = st.text(alphabet=string.ascii_letters + " ", min_size=1, max_size=30)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(_PIECES), _WORDS.map(lambda w: f"{w}\n\n"))))
+def test_no_mix_of_rst_constructs_leaves_markup_in_a_chunk(pieces: list[str]) -> None:
+    chunks = chunk_document(parse("".join(pieces)), ChunkSettings(900, 120))
+
+    found = [(name, c.text) for c in chunks for name, p in _MARKUP.items() if p.search(c.text)]
+    assert found == []
+    assert [c.text for c in chunks if _DROPPED.search(c.text)] == []
+
+
 def test_the_fixtures_are_six_or_more_real_pages() -> None:
     assert len(RST_FIXTURES) >= 6
 
@@ -285,36 +331,3 @@ def test_a_page_after_a_failed_one_parses_as_before() -> None:
     with pytest.raises(UnsupportedDocument):
         parse("".join("  " * depth + "* item\n\n" for depth in range(1000)))
     assert parse("Title\n=====\n\n:ref:`a <b>` and .. x\n") == expected
-
-
-def _index(root: Path, data: Path, embedder: FakeEmbedder) -> dict[str, dict[str, int]]:
-    stores = WriterStores(DataDir(data), keyword_rows=manifest_keyword_rows)
-    try:
-        folder = FolderSource("docs", root, ("**/*.rst",))
-        pipeline = Pipeline(ChunkSettings(900, 120), embedder.identity)
-        report = Indexer(stores, [folder], pipeline, embedder).run().to_json()
-    finally:
-        stores.close()
-    return report  # type: ignore[return-value]
-
-
-def test_editing_one_section_embeds_only_that_sections_chunks(
-    tmp_path: Path, fake_embedder: FakeEmbedder
-) -> None:
-    root = tmp_path / "docs"
-    root.mkdir()
-    page = root / "add_library.rst"
-    shutil.copy(FIXTURES / "command_add_library.rst", page)
-    first = _index(root, tmp_path / "data", fake_embedder)
-    fake_embedder.texts.clear()
-    source = page.read_text()
-    edited = "targets can be used as linkable targets and as targets to\nread"
-    assert source.count(edited) == 1
-    page.write_text(source.replace(edited, edited.replace("linkable", "linked-to")))
-
-    report = _index(root, tmp_path / "data", fake_embedder)
-
-    assert report["documents"]["changed"] == 1
-    assert report["chunks"]["embedded"] == len(fake_embedder.texts) >= 1
-    assert all(text.startswith("add_library — Alias Libraries\n") for text in fake_embedder.texts)
-    assert report["chunks"]["reused"] == first["chunks"]["embedded"] - report["chunks"]["deleted"]

@@ -201,6 +201,20 @@ def test_unselected_and_excluded_paths_yield_nothing(
     assert recorder.non_cookie_changes() == []
 
 
+def test_an_unselected_file_a_document_includes_yields_a_change(
+    root: Path, recorder: Recorder, start_watcher: Any
+) -> None:
+    included = {("docs", "src/app.py")}
+    (root / "src").mkdir()
+    start_watcher(root, included=lambda source, key: (source, key) in included)
+
+    (root / "src" / "app.py").write_text("x")
+    (root / "src" / "other.py").write_text("x")
+    recorder.sync(root)
+
+    assert recorder.non_cookie_changes() == [Change("docs", "src/app.py", is_dir=False)]
+
+
 def test_move_to_an_unselected_name_reports_the_source_key(
     root: Path, recorder: Recorder, start_watcher: Any
 ) -> None:

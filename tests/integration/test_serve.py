@@ -305,3 +305,26 @@ def test_a_busy_port_stops_serve_before_it_indexes_anything(tmp_path: Path) -> N
         assert list(manifest.documents()) == []
     finally:
         manifest.close()
+
+
+def test_an_edit_to_an_included_file_no_pattern_selects_reaches_its_includers(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "repo"
+    (root / "docs_src").mkdir(parents=True)
+    code = root / "docs_src" / "body.py"
+    code.write_text("class Item:\n    platypus_wranglers: int\n")
+    (root / "docs").mkdir()
+    (root / "docs" / "body.md").write_text("# Body\n\nDeclare it.\n\n{* ../docs_src/body.py *}\n")
+    daemon = Served(tmp_path, root)
+    daemon.start().wait_ready()
+    try:
+        daemon.wait_scanned()
+        assert daemon.paths_for("platypus_wranglers") == ["docs/body.md"]
+
+        code.write_text("class Item:\n    narwhal_herders: int\n")
+
+        wait_until(lambda: daemon.paths_for("narwhal_herders") == ["docs/body.md"], 10)
+        assert daemon.paths_for("platypus_wranglers") == []
+    finally:
+        daemon.stop()

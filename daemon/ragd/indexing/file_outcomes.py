@@ -41,10 +41,11 @@ def file_outcome(
     *,
     fingerprint: str,
     full: bool,
+    includes_changed: bool = False,
 ) -> FileOutcome:
     """Decide what the file `entry`, read as `prepared`, does to the document `record`
     (None: never indexed) under the pipeline `fingerprint`. `full` rewrites an unchanged
-    document anyway."""
+    document anyway; `includes_changed` (a file it includes changed) makes it changed."""
     key, listed_size, listed_mtime_ns = entry
     doc_id = doc_id_of(source, key)
 
@@ -72,6 +73,7 @@ def file_outcome(
         and record.status in SETTLED
         and record.fingerprint == fingerprint
         and record.content_hash == digest
+        and not includes_changed
     ):
         if not full:
             return FileOutcome("unchanged", None, size=size, mtime_ns=mtime_ns)
@@ -96,6 +98,7 @@ def file_outcome(
         fingerprint=fingerprint,
         chunks=processed.chunks,
         error=processed.warning,
+        includes=processed.includes,
     )
     return FileOutcome(kind, write, size, mtime_ns)
 

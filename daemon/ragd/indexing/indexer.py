@@ -2,7 +2,8 @@
 
 Owns what an indexing pass decides: list each source (a listing whose digest the manifest
 keeps is unchanged as a whole), decide per document whether it changed (size + mtime, then
-the hash of the bytes read, then the pipeline fingerprint: ragd.indexing.file_outcomes), parse and
+the hash of the bytes read, then the pipeline fingerprint: ragd.indexing.file_outcomes; and
+whether a file it includes now reads differently: ragd.sources.includes), parse and
 chunk what changed (ragd.indexing.preparing, on worker processes for big passes), and hand each
 decision to the pass (ragd.indexing.passes), whose BatchWriter (ragd.indexing.batches) writes in
 crash-safe order and embeds only chunk texts with no stored vector. Also applies CMS
@@ -31,6 +32,7 @@ from ragd.indexing.report import IndexReport
 from ragd.indexing.second_stage import fill
 from ragd.indexing.workers import WORKER_MIN_FILES, Workers, prepare_in_order
 from ragd.sources.folders import FileStat, FolderSource, Listing
+from ragd.sources.includes import IncludeRoot, include_digest
 from ragd.stores.agreement import reconcile_stores
 from ragd.stores.data_dir import WriterStores
 from ragd.stores.records import (
@@ -160,7 +162,8 @@ class Indexer:
         pass beside the walk; the digest costs a fraction of that.
         """
         fingerprint = self.pipeline.fingerprint
-        if not full:
+        includes_changed = set() if full else self._includes_changed(source)
+        if not full and not includes_changed:
             unchanged = self.manifest.unchanged_listing(source.name, fingerprint)
             if unchanged is not None and unchanged == listing_digest(listing.files):
                 self._pass.report.unchanged += len(listing.files)
@@ -168,7 +171,9 @@ class Indexer:
                     progress(len(listing.files))
                 return listing.files
         known = self.manifest.file_states(source.name, fingerprint)
-        same_stat = self._pass_over(source, listing, known, full=full, progress=progress)
+        same_stat = self._pass_over(
+            source, listing, known, full=full, progress=progress, again=includes_changed
+        )
         self._delete_unlisted(source, listing, known)
         return same_stat
 
@@ -190,8 +195,10 @@ class Indexer:
         *,
         full: bool,
         progress: Callable[[int], None] | None,
+        again: Collection[str] = (),
     ) -> list[FileStat]:
         """Visit each listed file; return the files passed over because their stat matched.
+        The keys `again` (their includes changed) are parsed whatever their stat.
 
         A listed stat equal to its known state is unchanged: one tuple comparison per
         file, and a record loaded only for a file that may have changed, is what keeps a
@@ -208,7 +215,7 @@ class Indexer:
             if self._pass.stopping():
                 return same_stat
             state = state_of(entry[0])
-            if state == entry and not full:
+            if state == entry and not full and entry[0] not in again:
                 same_stat.append(entry)
             else:
                 todo.append((entry, state is not None))
@@ -216,10 +223,13 @@ class Indexer:
         if progress is not None:
             progress(len(same_stat))
         ready = prepare_in_order(
-            [self._to_prepare(source, entry, is_known, full=full) for entry, is_known in todo],
+            [
+                self._to_prepare(source, entry, is_known, full=full or entry[0] in again)
+                for entry, is_known in todo
+            ],
             self.pipeline,
             read=source.read,
-            workers=Workers(source.reader(), self.embedder),
+            workers=Workers(source.reader(), self.embedder, IncludeRoot(str(source.root))),
             min_files=self.worker_min_files,
             guard=self.parse_guard.for_files(
                 source.name, source.uri_for, self.pipeline.fingerprint
@@ -287,7 +297,8 @@ class Indexer:
                     else:
                         self._visit(source, entry, record, full=False)
                 self._delete_unlisted(source, listing, known)
-            for key in keys:
+            # A hinted file may be included by documents it does not change the stat of.
+            for key in [*keys, *self._includes_changed(source, keys)]:
                 if self._pass.stopping():
                     break
                 current = source.stat(key)
@@ -404,6 +415,23 @@ class Indexer:
 
     # -- deciding -------------------------------------------------------------------------
 
+    def _includes_changed(
+        self, source: FolderSource, included: Collection[str] | None = None
+    ) -> set[str]:
+        """Keys of the source's documents that include a file which now reads differently
+        from when they were parsed (of the files `included` alone, when given); each such
+        file is read once. The pass then parses them again."""
+        root = IncludeRoot(str(source.root))
+        now: dict[str, str] = {}
+        changed: set[str] = set()
+        for key, included_key, digest in self.manifest.include_digests(source.name, included):
+            if included_key not in now:
+                now[included_key] = include_digest(root.read(included_key))
+            if now[included_key] != digest:
+                changed.add(key)
+        self._pass.includes_changed.update(doc_id_of(source.name, key) for key in changed)
+        return changed
+
     def _vanished(self, source: FolderSource, listing: Listing) -> bool:
         """A root that suddenly lists nothing is an unmounted disk until proven otherwise."""
         if listing.files:
@@ -446,10 +474,12 @@ class Indexer:
             return
         started = time.monotonic()
         fingerprint = self.pipeline.fingerprint
+        again = doc_id in self._pass.includes_changed
         if prepared is None:
-            file: ToPrepare = (key, doc_id, known_hash(record, fingerprint, full=full), 0)
+            file: ToPrepare = (key, doc_id, known_hash(record, fingerprint, full=full or again), 0)
             guard = self.parse_guard.for_files(source.name, source.uri_for, fingerprint)
-            prepared = prepare(file, self.pipeline, source.read, guard)
+            includes = IncludeRoot(str(source.root))
+            prepared = prepare(file, self.pipeline, source.read, guard, includes)
         outcome = file_outcome(
             source.name,
             source.uri_for(key),
@@ -458,6 +488,7 @@ class Indexer:
             prepared,
             fingerprint=fingerprint,
             full=full,
+            includes_changed=again,
         )
         if outcome.write is None:
             self._pass.unchanged(doc_id, outcome.size, outcome.mtime_ns)

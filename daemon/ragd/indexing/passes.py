@@ -37,6 +37,9 @@ class IndexingPass:
         self._stop = stop
         self._cleanup_older_than = cleanup_older_than  # LanceDB versions kept for readers
         self._seen: set[str] = set()
+        # Documents whose included files changed (ragd.sources.includes): parsed again
+        # even when their own bytes are the same.
+        self.includes_changed: set[str] = set()
         self._confirmed: list[tuple[str, int, int]] = []
 
     def stopping(self) -> bool:

@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 from ragd.errors import one_line
 from ragd.indexing.chunking import CHUNKER_VERSION, ChunkSettings, chunk_document, labelled_text
-from ragd.indexing.parsers import PARSER_VERSION, UnsupportedDocument, parse_document
+from ragd.indexing.parsers import PARSER_VERSION, ReadInclude, UnsupportedDocument, parse_document
 from ragd.stores.keywords import KeywordRow
 from ragd.stores.manifest_reader import ManifestReader
 from ragd.stores.records import DocumentWrite, Vector
@@ -65,12 +65,14 @@ PreparedWrite = DocumentWrite[PreparedChunk]
 
 
 class ProcessedDocument(NamedTuple):
-    """A parsed and chunked document; `warning` says where it was read other than as
-    written (the parser's warnings on one line), else None."""
+    """A parsed and chunked document: `warning` says where it was read other than as
+    written (the parser's warnings on one line), else None; `includes` the files it
+    included (ragd.sources.includes)."""
 
     title: str
     chunks: tuple[PreparedChunk, ...]
     warning: str | None = None
+    includes: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -116,26 +118,38 @@ class Pipeline:
         }
 
     def process(
-        self, data: bytes, filename: str, doc_id: str, *, title: str | None = None
+        self,
+        data: bytes,
+        filename: str,
+        doc_id: str,
+        *,
+        title: str | None = None,
+        read_include: ReadInclude | None = None,
     ) -> ProcessedDocument:
         """Parse and chunk the document `doc_id`, labelled with `title` when given (a CMS
-        delivery's) instead of the one parsed; raises parsers.UnsupportedDocument with a
-        reason. The title labels every chunk's embedded text, so the manifest's title of
-        the document must be this one (the text is rebuilt from it).
+        delivery's) instead of the one parsed, its includes read with `read_include` (none
+        without); raises parsers.UnsupportedDocument with a reason. The title labels every
+        chunk's embedded text, so the manifest's title of the document must be this one
+        (the text is rebuilt from it).
 
         Any other error on the way is this document's too: it becomes the reason the
         document failed, so that it never fails the pass or the batch it is in."""
         try:
-            return self._process(data, filename, doc_id, title)
+            return self._process(data, filename, doc_id, title, read_include)
         except UnsupportedDocument:
             raise
         except Exception as exc:
             raise UnsupportedDocument(f"could not be processed: {one_line(exc)}") from exc
 
     def _process(
-        self, data: bytes, filename: str, doc_id: str, title: str | None
+        self,
+        data: bytes,
+        filename: str,
+        doc_id: str,
+        title: str | None,
+        read_include: ReadInclude | None,
     ) -> ProcessedDocument:
-        parsed = parse_document(data, filename)
+        parsed = parse_document(data, filename, read_include)
         if title:
             parsed = replace(parsed, title=title)
         chunks = chunk_document(parsed, self.chunking)

@@ -24,6 +24,7 @@ from ragd.indexing.parse_guard import FileGuard
 from ragd.indexing.parsers import UnsupportedDocument
 from ragd.indexing.pipeline import Pipeline, ProcessedDocument
 from ragd.sources.folders import FileContent
+from ragd.sources.includes import IncludeRoot
 from ragd.stores.identifiers import identifier_terms
 from ragd.stores.records import content_hash
 
@@ -54,10 +55,15 @@ class Prepared(NamedTuple):
 
 
 def prepare(
-    file: ToPrepare, pipeline: Pipeline, read: Reader, guard: FileGuard | None = None
+    file: ToPrepare,
+    pipeline: Pipeline,
+    read: Reader,
+    guard: FileGuard | None = None,
+    includes: IncludeRoot | None = None,
 ) -> Prepared:
     """Read, hash and (unless the content hashes to its known hash) parse and chunk one
-    file, the parse inside `guard` when given (ragd.indexing.parse_guard)."""
+    file, the parse inside `guard` when given (ragd.indexing.parse_guard), its includes
+    read under `includes` (ragd.sources.includes; none without) and recorded with it."""
     key, doc_id, known_hash, _ = file
     try:
         content = read(key)
@@ -66,11 +72,14 @@ def prepare(
     digest = content_hash(content.data)
     if digest == known_hash:
         return Prepared(content.size, content.mtime_ns, digest, None, None)
+    included = None if includes is None else includes.for_document(key)
     try:
         with nullcontext() if guard is None else guard(key, content, digest):
-            processed = pipeline.process(content.data, key, doc_id)
+            processed = pipeline.process(content.data, key, doc_id, read_include=included)
     except UnsupportedDocument as exc:
         return Prepared(content.size, content.mtime_ns, digest, None, exc.reason)
+    if included is not None:
+        processed = processed._replace(includes=included.digests())
     return Prepared(content.size, content.mtime_ns, digest, processed, None)
 
 
@@ -82,6 +91,7 @@ def prepare_task(
     embedder: Embedder | None = None,
     guard: FileGuard | None = None,
     on_file: Callable[[int], None] | None = None,
+    includes: IncludeRoot | None = None,
 ) -> list[Prepared]:
     """Prepare `files` in order (`on_file(n)` before the n-th). With `embedder`, every
     chunk of them is embedded in one model call and gets its identifier terms."""
@@ -89,7 +99,7 @@ def prepare_task(
     for number, file in enumerate(files):
         if on_file is not None:
             on_file(number)
-        prepared.append(prepare(file, pipeline, read, guard))
+        prepared.append(prepare(file, pipeline, read, guard, includes))
     if embedder is None:
         return prepared
     texts = list(

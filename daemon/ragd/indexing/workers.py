@@ -39,6 +39,7 @@ from ragd.indexing.preparing import (
     prepare_task,
     tasks_of,
 )
+from ragd.sources.includes import IncludeRoot
 from ragd.stores.records import content_hash
 
 # Below this many files workers cost more to start (~0.3 s of imports) than they save.
@@ -75,6 +76,7 @@ class Workers:
 
     read: Reader
     embedder: Embedder
+    includes: IncludeRoot | None = None  # where the source's includes are read
 
 
 def prepare_in_order(
@@ -109,11 +111,14 @@ def prepare_in_order(
             for number in suspects:
                 if number >= start and number not in decided:
                     decided[number] = _alone(number, files[number], pipeline, workers, read, guard)
+    includes = None if workers is None else workers.includes
     rest = [(n, files[n]) for n in range(start, len(files)) if n not in decided]
     here = InProcess()
 
     def submit(index: int, task: list[tuple[int, ToPrepare]]) -> Future[list[Prepared]]:
-        return here.submit(prepare_task, [f for _, f in task], pipeline, read, guard=guard)
+        return here.submit(
+            prepare_task, [f for _, f in task], pipeline, read, guard=guard, includes=includes
+        )
 
     following = start
     for number, prepared in in_order(tasks_of(rest, ONE_AT_A_TIME), submit, ONE_AT_A_TIME):
@@ -166,7 +171,10 @@ def _exit_with(caller: int) -> None:
 
 
 def _worker_task(
-    index: int, files: Sequence[tuple[int, ToPrepare]], read: Reader
+    index: int,
+    files: Sequence[tuple[int, ToPrepare]],
+    read: Reader,
+    includes: IncludeRoot | None,
 ) -> tuple[str, int]:
     """In the worker: `prepare_task` on task `index`'s numbered files, with embedding,
     noting in the pool's array which file it is on; the results go out by `_ship`."""
@@ -177,7 +185,12 @@ def _worker_task(
         busy[index] = files[n][0]
 
     prepared = prepare_task(
-        [f for _, f in files], pipeline, read, embedder=embedder, on_file=on_file
+        [f for _, f in files],
+        pipeline,
+        read,
+        embedder=embedder,
+        on_file=on_file,
+        includes=includes,
     )
     busy[index] = -2
     return _ship(prepared)
@@ -221,12 +234,12 @@ def _unship(name: str, size: int) -> list[Prepared]:
 
 
 def _submit(
-    pool: ProcessPoolExecutor, index: int, task: list[tuple[int, ToPrepare]], read: Reader
+    pool: ProcessPoolExecutor, index: int, task: list[tuple[int, ToPrepare]], workers: Workers
 ) -> Future[list[Prepared]]:
     """Run task `index` on the pool; the future holds its results, already received (so
     a finished task's block is freed even if nobody asks for the results)."""
     results: Future[list[Prepared]] = Future()
-    running = pool.submit(_worker_task, index, task, read)
+    running = pool.submit(_worker_task, index, task, workers.read, workers.includes)
 
     def received(done: Future[tuple[str, int]]) -> None:
         if done.cancelled():
@@ -280,7 +293,7 @@ def _on_workers(
     following = start  # the number of the next file to yield
 
     def submit(index: int, task: list[tuple[int, ToPrepare]]) -> Future[list[Prepared]]:
-        return _submit(pool, index, task, workers.read)
+        return _submit(pool, index, task, workers)
 
     with pool:
         ready = in_order(tasks, submit, ON_WORKERS)
@@ -314,11 +327,11 @@ def _alone(
     try:
         pool, _ = _pool(pipeline, workers.embedder, 1, 1)
         with pool:
-            return _submit(pool, 0, [(number, f)], workers.read).result()[0]
+            return _submit(pool, 0, [(number, f)], workers).result()[0]
     except BrokenProcessPool:
         pass
     except OSError:
-        return prepare(f, pipeline, read, guard)
+        return prepare(f, pipeline, read, guard, workers.includes)
     try:
         content = read(f[0])
     except DocumentError as exc:

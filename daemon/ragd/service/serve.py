@@ -118,7 +118,8 @@ class Daemon:
                     self.stop,
                 )
             )
-            self.watcher = Watcher(runtime.folders, self)
+            self._included_reader: ManifestReader | None = None
+            self.watcher = Watcher(runtime.folders, self, included=self.included)
             self.poller = Poller(
                 {name: source for name, (source, _) in remote.polled.items()},
                 lambda: ManifestReader.open(runtime.data_dir.manifest),
@@ -269,6 +270,14 @@ class Daemon:
         self.queue.forget_deliveries(format_time(datetime.now(UTC) - timedelta(days=4)))
 
     # -- what the watcher calls (WatchListener) -------------------------------------------
+
+    def included(self, source: str, key: str) -> bool:
+        """Whether a document includes this file, which no pattern selects: its change is
+        then a hint too. The watcher's thread alone asks, so it alone uses this reader."""
+        if self._included_reader is None:
+            self._included_reader = ManifestReader.open(self.runtime.data_dir.manifest)
+            self._resources.callback(self._included_reader.close)
+        return self._included_reader.is_included(source, key)
 
     def on_changes(self, changes: list[Change]) -> None:
         self.queue.enqueue_many(("tree" if c.is_dir else "path", c.source, c.key) for c in changes)

@@ -20,7 +20,7 @@ import os
 import stat
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
@@ -139,8 +139,12 @@ class Watcher:
         *,
         settle: float = 0.3,
         ceiling: float = 5.0,
+        included: Callable[[str, str], bool] | None = None,
     ) -> None:
         self._roots = [_Root(folder) for folder in folders]
+        # Whether a document includes the file `key` of `source`, which no pattern selects
+        # (ragd.sources.includes): asked from the debounce thread alone.
+        self._included = included
         self._folders = {folder.name: folder for folder in folders}
         self._listener = listener
         self._settle = settle
@@ -386,4 +390,15 @@ class Watcher:
                 shown_key(key),
             )
             return False
-        return folder.descends(key) if is_dir else folder.selects(key)
+        if is_dir:
+            return folder.descends(key)
+        return folder.selects(key) or self._is_included(source, key)
+
+    def _is_included(self, source: str, key: str) -> bool:
+        if self._included is None:
+            return False
+        try:
+            return self._included(source, key)
+        except Exception:  # a hint lost; the next scan still re-reads what includes it
+            logger.exception("%s:%s: could not tell whether a document includes it", source, key)
+            return False

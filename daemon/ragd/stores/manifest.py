@@ -111,6 +111,7 @@ class Manifest(ManifestReader):
         kept = [w for w in writes if w.status != "deleted"]
         with self._transaction() as conn:
             conn.executemany("DELETE FROM chunks WHERE doc_id = ?", doc_ids)
+            conn.executemany("DELETE FROM includes WHERE doc_id = ?", doc_ids)
             conn.executemany(
                 "INSERT INTO entry_versions (doc_id, version) VALUES (?, ?) "
                 "ON CONFLICT (doc_id) DO UPDATE SET version = excluded.version",
@@ -128,6 +129,10 @@ class Manifest(ManifestReader):
                 "INSERT INTO chunks (chunk_id, doc_id, ordinal, heading_path, text, embed_key, "
                 "second_key, page) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [_chunk_row(c) for w in kept for c in w.chunks],
+            )
+            conn.executemany(
+                "INSERT INTO includes (doc_id, included, digest) VALUES (?, ?, ?)",
+                [(w.doc_id, key, digest) for w in kept for key, digest in w.includes],
             )
 
     def switch_embeddings(

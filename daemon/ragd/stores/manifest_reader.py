@@ -133,6 +133,32 @@ class ManifestReader:
         )
         return {row[0]: row for row in rows}
 
+    def include_digests(
+        self, source: str, included: Collection[str] | None = None
+    ) -> list[tuple[str, str, str]]:
+        """(document key, included key, digest) for what a source's documents included
+        (ragd.sources.includes); only of the `included` keys when given."""
+        sql = (
+            "SELECT d.key, i.included, i.digest FROM includes i "
+            "JOIN documents d ON d.doc_id = i.doc_id WHERE d.source = ?"
+        )
+        if included is None:
+            return list(self._conn.execute(sql, (source,)))
+        rows: list[tuple[str, str, str]] = []
+        for batch in _batches(list(included), 500):
+            marks = ", ".join("?" * len(batch))
+            rows += self._conn.execute(f"{sql} AND i.included IN ({marks})", (source, *batch))
+        return rows
+
+    def is_included(self, source: str, key: str) -> bool:
+        """Whether a document of `source` included the file `key` (or looked for it)."""
+        row = self._conn.execute(
+            "SELECT 1 FROM includes i JOIN documents d ON d.doc_id = i.doc_id "
+            "WHERE i.included = ? AND d.source = ? LIMIT 1",
+            (key, source),
+        ).fetchone()
+        return row is not None
+
     def unchanged_listing(self, source: str, fingerprint: str) -> str | None:
         """The digest of the listing in which every document of `source` is unchanged under
         `fingerprint` (ragd.stores.records.listing_digest), if one is known."""

@@ -14,7 +14,8 @@ from pathlib import Path
 from ragd.errors import StoreError
 from ragd.stores.records import RACY_SECONDS, SETTLED
 
-# 2: chunks.second_key; 3: documents.chunk_count, what /metrics counts; 4: chunks.page
+# 2: chunks.second_key; 3: documents.chunk_count, what /metrics counts; 4: chunks.page and
+# the includes table
 SCHEMA_VERSION = 4
 
 _SCHEMA = """
@@ -139,6 +140,21 @@ CREATE INDEX IF NOT EXISTS documents_by_confirmation
     ON documents (source, {CONFIRMED_AT_SQL}, first_seen_at, status);
 """
 
+# The files each indexed document included, and the digest of what each gave
+# (ragd.sources.includes): a pass reads only these again to find the documents whose
+# includes changed, and a watcher hint on one finds its includers by `includes_by_file`.
+# Created on every open, so a file an older ragd wrote gains it empty: its documents are
+# known as includers once parsed again (a new PARSER_VERSION parses them all).
+_INCLUDES = """
+CREATE TABLE IF NOT EXISTS includes (
+    doc_id TEXT NOT NULL,
+    included TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    PRIMARY KEY (doc_id, included)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS includes_by_file ON includes (included);
+"""
+
 
 def has_chunk_counts(conn: sqlite3.Connection) -> bool:
     """Whether the documents table has the chunk_count column (schema 3; a reader may meet
@@ -192,6 +208,7 @@ def connect_writer(path: Path) -> sqlite3.Connection:
         if not has_chunk_counts(conn):  # written by a ragd before schema 3
             _add_chunk_counts(conn)
         conn.executescript(_COUNTING_INDEXES)  # built once, on the first open after an upgrade
+        conn.executescript(_INCLUDES)
         conn.execute(
             "INSERT INTO meta (key, value) VALUES ('schema_version', ?) "
             "ON CONFLICT (key) DO UPDATE SET value = excluded.value",

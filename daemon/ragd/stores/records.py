@@ -133,6 +133,8 @@ class DocumentWrite(Generic[C]):
     error: str | None = None
     chunks: tuple[C, ...] = ()
     entry_version: str | None = None  # a CMS entry's updated_at; outlives a delete
+    # Files an indexed document included: (key looked up, digest of what it gave or "").
+    includes: tuple[tuple[str, str], ...] = ()
 
 
 SETTLED = ("indexed", "failed")  # a document in one of these states waits for a change

@@ -8,6 +8,7 @@ this package imports nothing from ragd except `ragd.errors`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ragd.errors import DocumentError
@@ -17,6 +18,7 @@ __all__ = [
     "SUPPORTED_SUFFIXES",
     "Block",
     "ParsedDocument",
+    "ReadInclude",
     "Section",
     "SectionBuilder",
     "UnsupportedDocument",
@@ -24,8 +26,11 @@ __all__ = [
     "parse_document",
 ]
 
+ReadInclude = Callable[[str], bytes | None]
+"""An included file's bytes given its path as written; None when it is not to be read."""
+
 # Part of the pipeline fingerprint: bump whenever any parser's output can change.
-PARSER_VERSION = "3"  # 3: reStructuredText, MDX, notebooks, PDF; generator markup dropped
+PARSER_VERSION = "4"  # 3: RST, MDX, notebooks, PDF, generator markup dropped; 4: includes read
 
 _MARKDOWN = frozenset({".md", ".markdown"})
 _MDX = frozenset({".mdx"})
@@ -149,8 +154,13 @@ def file_suffix(filename: str) -> tuple[str, str]:
     return name, name[dot:].lower() if 0 < dot < len(name) - 1 else ""
 
 
-def parse_document(data: bytes, filename: str) -> ParsedDocument:
-    """Decode bytes and parse them by the file's suffix; raise UnsupportedDocument with a reason."""
+def parse_document(
+    data: bytes, filename: str, read_include: ReadInclude | None = None
+) -> ParsedDocument:
+    """Decode bytes and parse them by the file's suffix; raise UnsupportedDocument with a reason.
+
+    Markdown and RST includes are read through `read_include` (ragd.indexing.parsers.includes);
+    without it they are dropped."""
     # Imported here because the format modules import the types defined above.
     from ragd.indexing.parsers import decoding, html, markdown, mdx, text
 
@@ -168,7 +178,7 @@ def parse_document(data: bytes, filename: str) -> ParsedDocument:
     if not source.strip():
         return ParsedDocument(title=stem, sections=())
     if suffix in _MARKDOWN:
-        return markdown.parse_markdown(source, stem)
+        return markdown.parse_markdown(source, stem, read_include)
     if suffix in _MDX:
         return mdx.parse_mdx(source, stem, filename)
     if suffix in _HTML:
@@ -176,7 +186,7 @@ def parse_document(data: bytes, filename: str) -> ParsedDocument:
     if suffix in _RST:
         from ragd.indexing.parsers import rst  # docutils costs 75 ms to import: only when used
 
-        return rst.parse_rst_document(source, stem)
+        return rst.parse_rst_document(source, stem, read_include)
     if suffix in _NOTEBOOK:
         from ragd.indexing.parsers import notebook  # nbformat's ~0.15 s import: notebooks only
 

@@ -7,7 +7,7 @@ its ``` markers and a list keeps its bullets; nothing is re-rendered. Heading te
 what a reader sees: the inline source with MkDocs attribute lists such as `{ #anchor }`
 removed. YAML front matter is stripped and may supply the title. Doc generators' markup
 (admonitions, containers, includes, shortcodes) is reduced to its text first, by
-`generator_markup`.
+`generator_markup`, after the includes that can be read are expanded (`includes`).
 """
 
 from __future__ import annotations
@@ -18,11 +18,13 @@ from ragd.adapters.markdown_it import Node, block_parser
 from ragd.indexing.parsers import (
     Block,
     ParsedDocument,
+    ReadInclude,
     SectionBuilder,
     UnsupportedDocument,
     normalize_heading,
 )
 from ragd.indexing.parsers.generator_markup import is_attribute_list, strip_generator_markup
+from ragd.indexing.parsers.includes import expand_markdown_includes
 
 # CommonMark's block rules plus tables, and no inline rules: headings keep their raw
 # inline source anyway, and inline parsing is the slow, memory-hungry part (a 1 MB run of
@@ -46,12 +48,18 @@ _FRONT_MATTER_KEY = re.compile(r"[A-Za-z_][\w-]*[ \t]*:")
 _TITLE_KEY = re.compile(r"title[ \t]*:[ \t]*(.*)")
 
 
-def parse_markdown(source: str, stem: str) -> ParsedDocument:
-    """Parse Markdown into sections; the title is the first h1, front matter, or `stem`."""
+def parse_markdown(
+    source: str, stem: str, read_include: ReadInclude | None = None
+) -> ParsedDocument:
+    """Parse Markdown into sections; the title is the first h1, front matter, or `stem`.
+    Includes are read through `read_include` (ragd.indexing.parsers.includes)."""
     lines = source.split("\n")
     body_start, front_title = _front_matter(lines)
+    body = lines[body_start:]
+    if read_include is not None:
+        body = expand_markdown_includes(body, read_include)
     # Node positions index `lines`: the front matter is blanked rather than cut.
-    lines = [""] * body_start + strip_generator_markup(lines[body_start:])
+    lines = [""] * body_start + strip_generator_markup(body)
     text = "\n".join(lines)
     if _DEEP_NESTING.search(text):
         raise UnsupportedDocument(

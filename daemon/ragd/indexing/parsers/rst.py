@@ -9,8 +9,8 @@ that render no text of their own (tables of contents, index entries, `only`, `ra
 dropped with their content. Every other directive a project defines keeps its argument
 and content as text.
 
-`include` and `literalinclude` read other files: they are dropped for now, since resolving
-them inside the source root needs the root, which parsing does not see.
+`include` and `literalinclude` are expanded first when the caller can read them inside
+the source root (ragd.indexing.parsers.includes); any other is dropped.
 """
 
 from __future__ import annotations
@@ -19,10 +19,12 @@ from ragd.adapters.docutils import RstHeading, RstRules, parse_rst
 from ragd.indexing.parsers import (
     Block,
     ParsedDocument,
+    ReadInclude,
     SectionBuilder,
     UnsupportedDocument,
     normalize_heading,
 )
+from ragd.indexing.parsers.includes import expand_rst_includes
 
 _RULES = RstRules(
     code=frozenset(
@@ -70,8 +72,13 @@ _RULES = RstRules(
 )
 
 
-def parse_rst_document(source: str, stem: str) -> ParsedDocument:
-    """Parse reStructuredText into sections; the title is the first top-level section's."""
+def parse_rst_document(
+    source: str, stem: str, read_include: ReadInclude | None = None
+) -> ParsedDocument:
+    """Parse reStructuredText into sections; the title is the first top-level section's.
+    Includes are read through `read_include`."""
+    if read_include is not None:
+        source = "\n".join(expand_rst_includes(source.split("\n"), read_include))
     try:
         parts = parse_rst(source, _RULES)
     except ValueError as exc:
