@@ -121,11 +121,11 @@ class PdfProcess:
 
     def _send(self, job: tuple[bytes, int, int, int]) -> Connection:
         """Send `job` to the child, starting one if there is none or it has died idle."""
-        if self._child is not None and self._child[0].is_alive():
-            with contextlib.suppress(OSError):  # it died since: a new one
+        if self._child is not None:
+            with contextlib.suppress(OSError):  # its end of the pipe closed: it died idle
                 self._child[1].send(job)
                 return self._child[1]
-        self.close()
+            self.close()
         try:
             self._child = self._start()
             self._child[1].send(job)
