@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -22,27 +23,30 @@ from tests.pdfs import flate_bomb_pdf, text_pdf
 FIXTURES = Path(__file__).parent / "fixtures" / "pdf"
 LIMIT = 256 << 20
 HELLO = text_pdf([["Hello"]])
-# What `misbehave` does in the child, by the document's bytes.
-SLEEP = b"sleep:"  # then, after the colon, a file to write the child's pid to first (if any)
-ALLOCATE = b"allocate"
-CRASH = b"crash"
+# PDFs whose text asks `misbehave` to sleep, allocate or crash in the child.
+SLEEP = text_pdf([["sleep"]])
+ALLOCATE = text_pdf([["allocate"]])
+CRASH = text_pdf([["crash"]])
+_PID_FILE = re.compile(rb"\(pid file (.+?)\)")
 
 
 def misbehave(data: bytes) -> None:
-    """The child's `before_read` hook: a marked document sleeps, allocates or crashes."""
-    if data.startswith(SLEEP):
-        if data[len(SLEEP) :]:
-            Path(data[len(SLEEP) :].decode()).write_text(str(os.getpid()))
+    """The child's `while_open` hook: a PDF that says so sleeps, allocates or crashes (and
+    first writes the child's pid to the file it names, if it names one)."""
+    named = _PID_FILE.search(data)
+    if named:
+        Path(named[1].decode()).write_text(str(os.getpid()))
+    if b"(sleep)" in data:
         time.sleep(600)
-    elif data == ALLOCATE:
+    elif b"(allocate)" in data:
         bytearray(LIMIT)
-    elif data == CRASH:
+    elif b"(crash)" in data:
         os.kill(os.getpid(), signal.SIGSEGV)
 
 
 @pytest.fixture
 def reader() -> Iterator[PdfProcess]:
-    process = PdfProcess(memory_limit=LIMIT, deadline_s=1.0, before_read=misbehave)
+    process = PdfProcess(memory_limit=LIMIT, deadline_s=1.0, page_s=0.0, while_open=misbehave)
     yield process
     process.close()
 
@@ -78,6 +82,16 @@ def wait_until(condition: object, seconds: float = 20.0) -> bool:
 
 def test_a_pdf_past_the_deadline_fails_naming_it(reader: PdfProcess) -> None:
     assert reason(reader, SLEEP) == "PDF took longer than 1 s to read"
+
+
+def test_the_deadline_grows_by_the_allowance_for_each_page() -> None:
+    process = PdfProcess(deadline_s=0.5, page_s=0.25, while_open=misbehave)
+    try:
+        assert reason(process, text_pdf([["sleep"], ["two"], ["three"]])) == (
+            "PDF took longer than 1.25 s to read"
+        )
+    finally:
+        process.close()
 
 
 def test_after_a_pdf_past_the_deadline_the_next_pdf_is_read_by_a_new_child(
@@ -155,9 +169,11 @@ def test_the_child_ends_when_its_parent_is_killed_mid_pdf(tmp_path: Path) -> Non
         "import sys\n"
         "from ragd.adapters.pdfium_process import PdfProcess\n"
         "from tests.test_pdf_limits import misbehave, read\n"
-        "read(PdfProcess(before_read=misbehave), sys.argv[1].encode())\n"
+        "from tests.pdfs import text_pdf\n"
+        "pdf = text_pdf([['sleep', f'pid file {sys.argv[1]}']])\n"
+        "read(PdfProcess(while_open=misbehave), pdf)\n"
     )
-    parent = subprocess.Popen([sys.executable, "-c", script, f"sleep:{started}"])
+    parent = subprocess.Popen([sys.executable, "-c", script, str(started)])
     try:
         assert wait_until(lambda: started.exists() and started.read_text() != "")
         child = int(started.read_text())

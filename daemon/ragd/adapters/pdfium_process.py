@@ -49,9 +49,10 @@ _REAP_S = 5.0
 # Deaths that mean memory: PDFium aborts when an allocation fails; the OOM killer kills.
 _OUT_OF_MEMORY = frozenset({-signal.SIGABRT, -signal.SIGKILL})
 
-BeforeRead = Callable[[bytes], None]
-"""Run in the child before each document, given its bytes: a test's way to make the child
-sleep, allocate or die. Must be picklable (a module-level function): the child gets it."""
+WhileOpen = Callable[[bytes], None]
+"""Run in the child on each document once it is open and its pages are counted, before a
+page is read, given its bytes: a test's way to make PDFium's work slow, or allocate, or
+crash. Must be picklable (a module-level function): the child gets it."""
 
 
 class PdfProcess:
@@ -63,12 +64,12 @@ class PdfProcess:
         memory_limit: int = MEMORY_LIMIT,
         deadline_s: float = DEADLINE_S,
         page_s: float = PAGE_S,
-        before_read: BeforeRead | None = None,
+        while_open: WhileOpen | None = None,
     ) -> None:
         self._memory_limit = memory_limit
         self._deadline_s = deadline_s
         self._page_s = page_s
-        self._before_read = before_read
+        self._while_open = while_open
         self._lock = threading.Lock()
         self._child: tuple[BaseProcess, Connection] | None = None
 
@@ -93,7 +94,7 @@ class PdfProcess:
             while True:
                 if not connection.poll(max(0.0, deadline - time.monotonic())):
                     self.close()
-                    raise PdfUnreadable(f"PDF took longer than {allowed:.0f} s to read")
+                    raise PdfUnreadable(f"PDF took longer than {allowed:.3g} s to read")
                 try:
                     kind, value = connection.recv()
                 except (EOFError, OSError):
@@ -139,7 +140,7 @@ class PdfProcess:
         ours, theirs = context.Pipe()
         process = context.Process(
             target=_serve,
-            args=(theirs, self._memory_limit, self._before_read),
+            args=(theirs, self._memory_limit, self._while_open),
             name="ragd-pdf",
             daemon=True,
         )
@@ -183,7 +184,7 @@ def read_pdf_apart(
 # -- in the child ---------------------------------------------------------------------
 
 
-def _serve(connection: Connection, memory_limit: int, before_read: BeforeRead | None) -> None:
+def _serve(connection: Connection, memory_limit: int, while_open: WhileOpen | None) -> None:
     """Read the PDFs the parent sends until it closes the pipe, replying to each."""
     # Ctrl-C in a terminal reaches the whole process group: the parent decides when to end.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -194,10 +195,14 @@ def _serve(connection: Connection, memory_limit: int, before_read: BeforeRead | 
             data, max_pages, max_page_chars, max_outline = connection.recv()
         except EOFError:
             return
+
+        def counted(count: int, data: bytes = data) -> None:
+            connection.send(("pages", count))
+            if while_open is not None:
+                while_open(data)
+
         reply: tuple[str, Any]
         try:
-            if before_read is not None:
-                before_read(data)
             reply = (
                 "text",
                 read_pdf(
@@ -205,10 +210,9 @@ def _serve(connection: Connection, memory_limit: int, before_read: BeforeRead | 
                     max_pages=max_pages,
                     max_page_chars=max_page_chars,
                     max_outline=max_outline,
-                    counted=lambda count: connection.send(("pages", count)),
+                    counted=counted,
                 ),
             )
-            del data
             connection.send(reply)
             continue
         except PdfUnreadable as exc:
