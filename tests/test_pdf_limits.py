@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -181,3 +182,22 @@ def test_the_child_ends_when_its_parent_is_killed_mid_pdf(tmp_path: Path) -> Non
         parent.kill()
         parent.wait()
     assert wait_until(lambda: gone(child))
+
+
+_inherited: list[PdfProcess] = []  # the reader a forked process finds, as it was copied
+
+
+def _read_in_a_fork() -> tuple[str, int | None]:
+    return read(_inherited[0], HELLO).pages[0], _inherited[0].pid
+
+
+def test_a_forked_copy_of_the_reader_starts_a_child_of_its_own(reader: PdfProcess) -> None:
+    read(reader, HELLO)
+    first = reader.pid
+    _inherited[:] = [reader]
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as pool:
+        text, forks_child = pool.submit(_read_in_a_fork).result(timeout=30)
+    assert text == "Hello"
+    assert forks_child != first
+    assert read(reader, HELLO).pages == ("Hello",)
+    assert reader.pid == first

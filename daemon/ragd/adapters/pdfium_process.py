@@ -72,6 +72,7 @@ class PdfProcess:
         self._while_open = while_open
         self._lock = threading.Lock()
         self._child: tuple[BaseProcess, Connection] | None = None
+        self._owner = os.getpid()
 
     @property
     def pid(self) -> int | None:
@@ -87,6 +88,8 @@ class PdfProcess:
         deadline or the memory limit, or one whose reading killed the child.
         """
         job = (data, max_pages, max_page_chars, max_outline)
+        if self._owner != os.getpid():
+            self._forget_parents_child()
         with self._lock:
             connection = self._send(job)
             allowed = self._deadline_s
@@ -119,6 +122,15 @@ class PdfProcess:
         process.kill()
         process.join()
         connection.close()
+
+    def _forget_parents_child(self) -> None:
+        """In a process forked from the owner: the child and the lock copied are the
+        parent's (the lock perhaps copied held). Start afresh; leave the parent's child be."""
+        if self._child is not None:
+            self._child[1].close()  # this process's copy of the parent's pipe
+        self._child = None
+        self._lock = threading.Lock()
+        self._owner = os.getpid()
 
     def _send(self, job: tuple[bytes, int, int, int]) -> Connection:
         """Send `job` to the child, starting one if there is none or it has died idle."""
