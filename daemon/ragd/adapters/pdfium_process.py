@@ -7,8 +7,10 @@ child process: started on the first PDF (spawn, not fork: the daemon has threads
 locks a fork would copy held), kept for the next ones, one per process that parses (the
 daemon, each index worker). Its limits, per document (constants below):
 
-- memory: the child's address space is capped at MEMORY_LIMIT (RLIMIT_AS, 1 GiB; the
-  child takes ~30 MB, the text of a 5,000-page manual well under 100 MB). An allocation
+- memory: the child's address space is capped at MEMORY_LIMIT (RLIMIT_AS, 1 GiB, or the
+  hard limit it inherits if lower; measured: 105 MB of address space and 25 MB resident
+  after reading a 28-page manual, and the text of a 5,000-page one takes under 100 MB),
+  so each parsing process costs ~25 MB more while it holds a child. An allocation
   past it fails: PDFium then aborts (measured: a Flate bomb of 600 MB), Python raises
   MemoryError, and the document fails "PDF needed more than 1024 MiB to read". A child
   the kernel's OOM killer ends (SIGKILL not sent here) fails its document the same way.
@@ -44,6 +46,8 @@ from ragd.adapters.pypdfium2 import PdfText, PdfUnreadable, read_pdf
 MEMORY_LIMIT = 1 << 30
 DEADLINE_S = 30.0
 PAGE_S = 0.1
+# A child not ready this long after it was started (a host out of CPU or memory) is killed.
+_START_S = 60.0
 # A child that has ended its document is reaped within this; one that has not is killed.
 _REAP_S = 5.0
 # Deaths that mean memory: PDFium aborts when an allocation fails; the OOM killer kills.
@@ -66,6 +70,9 @@ class PdfProcess:
         page_s: float = PAGE_S,
         while_open: WhileOpen | None = None,
     ) -> None:
+        _, hard = resource.getrlimit(resource.RLIMIT_AS)  # the child inherits it
+        if hard != resource.RLIM_INFINITY:
+            memory_limit = min(memory_limit, hard)  # a limit cannot be raised past it
         self._memory_limit = memory_limit
         self._deadline_s = deadline_s
         self._page_s = page_s
@@ -141,8 +148,12 @@ class PdfProcess:
             self.close()
         try:
             self._child = self._start()
+            # The deadline is the document's: the child's start-up is not counted in it.
+            ready = self._child[1].poll(_START_S) and self._child[1].recv() == ("ready", None)
+            if not ready:
+                raise OSError(f"not ready within {_START_S:.0f} s")
             self._child[1].send(job)
-        except OSError as exc:  # no process or pipe to be had (process limits)
+        except (OSError, EOFError) as exc:  # no process or pipe to be had, or it died
             self.close()
             raise PdfUnreadable(f"the PDF reader process could not start ({exc})") from None
         return self._child[1]
@@ -174,11 +185,18 @@ class PdfProcess:
         if code in _OUT_OF_MEMORY:
             return self._memory_reason()
         if code is not None and code < 0:
-            return f"the PDF reader crashed reading this PDF ({signal.Signals(-code).name})"
+            return f"the PDF reader crashed reading this PDF ({_signal_name(-code)})"
         return f"the PDF reader ended reading this PDF (exit code {code})"
 
     def _memory_reason(self) -> str:
         return f"PDF needed more than {self._memory_limit >> 20} MiB to read"
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:  # a real-time signal: no name
+        return f"signal {number}"
 
 
 _DEFAULT = PdfProcess()
@@ -202,6 +220,7 @@ def _serve(connection: Connection, memory_limit: int, while_open: WhileOpen | No
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
     _exit_with_parent()
+    connection.send(("ready", None))
     while True:
         try:
             data, max_pages, max_page_chars, max_outline = connection.recv()
@@ -232,7 +251,8 @@ def _serve(connection: Connection, memory_limit: int, while_open: WhileOpen | No
         except MemoryError:
             reply = ("memory", None)
         except Exception as exc:  # a bug here fails this document, with its name
-            reply = ("failed", f"the PDF reader failed: {type(exc).__name__}: {exc}")
+            message = " ".join(f"{type(exc).__name__}: {exc}".split())
+            reply = ("failed", f"the PDF reader failed ({message})")
         connection.send(reply)
 
 
