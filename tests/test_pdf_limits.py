@@ -10,7 +10,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -71,8 +71,7 @@ def gone(pid: int) -> bool:
     return stat.rpartition(") ")[2].startswith("Z")
 
 
-def wait_until(condition: object, seconds: float = 20.0) -> bool:
-    assert callable(condition)
+def wait_until(condition: Callable[[], object], seconds: float = 20.0) -> bool:
     end = time.monotonic() + seconds
     while not condition():
         if time.monotonic() > end:
