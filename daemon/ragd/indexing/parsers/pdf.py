@@ -13,7 +13,10 @@ removed, joining the word, and control characters (NUL, glyphs with no Unicode m
 are dropped; a form feed is a line break. Bounds: MAX_INFLATED_BYTES of inflated streams
 and MAX_PAGES pages (beyond either, the document fails), MAX_PAGE_CHARS characters per
 page (the rest of a page is not read) and MAX_OUTLINE outline entries (later ones are
-ignored). A PDF with no text on any page fails: it is scanned images, and ragd does no OCR.
+ignored). PDFium reads in a child process with a memory limit (1 GiB) and a deadline (30 s
++ 0.1 s a page); past either, or if PDFium crashes, the document fails with the reason
+(`ragd.adapters.pdfium_process`). A PDF with no text on any page fails: it is scanned
+images, and ragd does no OCR.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from ragd.adapters.pypdfium2 import OutlineEntry, PdfUnreadable, read_pdf
+from ragd.adapters.pdfium_process import read_pdf_apart
+from ragd.adapters.pypdfium2 import OutlineEntry, PdfUnreadable
 from ragd.indexing.parsers import (
     Block,
     ParsedDocument,
@@ -58,7 +62,7 @@ def parse_pdf(data: bytes, stem: str) -> ParsedDocument:
             f"PDF streams inflate to more than {MAX_INFLATED_BYTES >> 20} MB (a decompression bomb)"
         )
     try:
-        pdf = read_pdf(
+        pdf = read_pdf_apart(
             data, max_pages=MAX_PAGES, max_page_chars=MAX_PAGE_CHARS, max_outline=MAX_OUTLINE
         )
     except PdfUnreadable as exc:
