@@ -200,6 +200,29 @@ def test_page_text_is_cut_at_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:
     assert block.text.startswith("Test File\nMovement")
 
 
+def test_a_pdf_with_many_pages_without_text_is_read_with_a_warning_naming_them() -> None:
+    pages = [["Install", "Run it."], [], ["Usage"], [], [], ["Index"]]
+
+    doc = parse_document(text_pdf(pages), "scan.pdf")
+
+    assert [s.page for s in doc.sections] == [1, 3, 6]
+    assert doc.warnings == (
+        "3 of 6 pages have no text layer (scanned?), not indexed: pages 2, 4, 5",
+    )
+
+
+def test_a_blank_page_among_many_is_no_warning() -> None:
+    pages = [["Install"], [], ["Usage"], ["More"], ["Index"]]
+
+    assert parse_document(text_pdf(pages), "guide.pdf").warnings == ()
+
+
+def test_a_page_cut_at_the_bound_is_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pdf, "MAX_PAGE_CHARS", 20)
+
+    assert parse("music21-test-file.pdf").warnings == ("1 page cut at 20 characters: first 1",)
+
+
 def test_pdf_is_a_supported_suffix_included_by_default() -> None:
     assert ".pdf" in SUPPORTED_SUFFIXES
     assert "**/*.pdf" in DEFAULT_INCLUDE

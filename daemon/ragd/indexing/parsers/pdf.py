@@ -16,7 +16,8 @@ page (the rest of a page is not read) and MAX_OUTLINE outline entries (later one
 ignored). PDFium reads in a child process with a memory limit (1 GiB) and a deadline (30 s
 + 0.1 s a page); past either, or if PDFium crashes, the document fails with the reason
 (`ragd.adapters.pdfium_process`). A PDF with no text on any page fails: it is scanned
-images, and ragd does no OCR.
+images, and ragd does no OCR; one with a quarter or more of its pages without text, or
+pages cut at the bound, is indexed with a warning saying which.
 """
 
 from __future__ import annotations
@@ -44,6 +45,10 @@ MAX_OUTLINE = 20_000
 MAX_INFLATED_BYTES = 256 << 20
 
 IMAGE_ONLY = "no text layer (image-only PDF)"
+# Pages without text are warned about once they are this share of a PDF of at least
+# MIN_PAGES_WARNED pages: a blank page or a cover is common, a scanned chapter is not.
+TEXTLESS_SHARE_WARNED = 0.25
+MIN_PAGES_WARNED = 4
 
 # PDFium writes U+FFFE where a word was hyphenated at a line's end; the line is joined.
 _SOFT_HYPHEN = re.compile("\ufffe\r?\n?")
@@ -87,7 +92,24 @@ def parse_pdf(data: bytes, stem: str) -> ParsedDocument:
         _add_paragraphs(builder, text[cursor:])
         done = builder.sections()
         sections.extend(dataclasses.replace(s, page=index + 1) for s in done[len(sections) :])
-    return ParsedDocument(title=title, sections=tuple(sections))
+    return ParsedDocument(title=title, sections=tuple(sections), warnings=_warnings(pdf.pages))
+
+
+def _warnings(pages: tuple[str, ...]) -> tuple[str, ...]:
+    """What of a readable PDF was not indexed: scanned pages, pages cut at the bound."""
+    warnings = []
+    textless = [n for n, text in enumerate(pages, 1) if not text.strip()]
+    if len(pages) >= MIN_PAGES_WARNED and len(textless) >= TEXTLESS_SHARE_WARNED * len(pages):
+        first = ", ".join(map(str, textless[:5])) + (", …" if len(textless) > 5 else "")
+        warnings.append(
+            f"{len(textless)} of {len(pages)} pages have no text layer (scanned?), not "
+            f"indexed: pages {first}"
+        )
+    cut = [n for n, text in enumerate(pages, 1) if len(text) >= MAX_PAGE_CHARS]
+    if cut:
+        pages_cut = f"{len(cut)} page{'' if len(cut) == 1 else 's'}"
+        warnings.append(f"{pages_cut} cut at {MAX_PAGE_CHARS:,} characters: first {cut[0]}")
+    return tuple(warnings)
 
 
 def clean_text(text: str) -> str:
