@@ -62,7 +62,9 @@ def test_a_page_without_sections_is_titled_by_its_stem() -> None:
 def test_the_headings_of_a_real_page_are_its_sections() -> None:
     doc = parse_document((FIXTURES / "command_if.rst").read_bytes(), "if.rst")
     assert doc.title == "if"
-    assert sorted(set(paths(doc)), key=paths(doc).index) == [
+    # Its `signature::` entries are headings too, nested in these (tested below).
+    sections = [tuple(h for h in path if not h.startswith("if(")) for path in paths(doc)]
+    assert sorted(set(sections), key=sections.index) == [
         ("if",),
         ("if", "Synopsis"),
         ("if", "Condition Syntax"),
@@ -102,10 +104,50 @@ def test_roles_and_inline_markup_read_as_their_text(markup: str, shown: str) -> 
 
 def test_an_unknown_directive_keeps_its_argument_and_content_as_text() -> None:
     doc = parse(
-        ".. cmake:signature:: add_library(<name> ALIAS <target>)\n"
+        ".. project:feature:: add_library(<name> ALIAS <target>)\n"
         "   :target: ALIAS\n   :anything-else: 3\n\n   Creates an *Alias* target.\n"
     )
     assert texts(doc) == ["add_library(<name> ALIAS <target>)", "Creates an Alias target."]
+
+
+def test_an_object_description_is_a_section_headed_by_its_signature() -> None:
+    doc = parse(
+        "Settings\n========\n\nIntro.\n\n.. py:data:: SECRET_KEY\n\n"
+        "    A key for *signing* cookies.\n\n"
+        ".. function:: open(file, mode='r', *args, **kwargs)\n              open(path)\n\n"
+        "   Opens a file.\n\n.. option:: -m <module>\n\n   Runs a module.\n"
+    )
+    assert [(s.heading_path, [b.text for b in s.blocks]) for s in doc.sections] == [
+        (("Settings",), ["Intro."]),
+        (("Settings", "SECRET_KEY"), ["A key for signing cookies."]),
+        (("Settings", "open(file, mode='r', *args, **kwargs)"), ["open(path)", "Opens a file."]),
+        (("Settings", "-m <module>"), ["Runs a module."]),
+    ]
+
+
+def test_text_after_an_object_description_is_its_sections_again() -> None:
+    doc = parse(
+        "Files\n=====\n\n.. class:: File(path)\n\n   A file.\n\n   .. method:: read(n)\n\n"
+        "      Reads n bytes.\n\n   Files close on exit.\n\nSee the tutorial.\n"
+    )
+    assert [(s.heading_path, [b.text for b in s.blocks]) for s in doc.sections] == [
+        (("Files", "File(path)"), ["A file."]),
+        (("Files", "File(path)", "read(n)"), ["Reads n bytes."]),
+        (("Files", "File(path)"), ["Files close on exit."]),
+        (("Files",), ["See the tutorial."]),
+    ]
+
+
+def test_the_signatures_of_a_real_page_head_their_entries() -> None:
+    doc = parse_document((FIXTURES / "command_if.rst").read_bytes(), "if.rst")
+    entry = (
+        "if",
+        "Condition Syntax",
+        "Existence Checks",
+        "if(DEFINED <name>|CACHE{<name>}|ENV{<name>})",
+    )
+    section = next(s for s in doc.sections if s.heading_path == entry)
+    assert "if(DEFINED someName)" in section.blocks[0].text
 
 
 def test_unknown_directives_and_roles_never_fail_a_document() -> None:

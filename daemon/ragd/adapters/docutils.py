@@ -69,6 +69,7 @@ class RstRules:
     labels: Mapping[str, str]  # directive name -> label, for `note`-like directives
     versioned: Mapping[str, str]  # the same, for directives whose first argument is a version
     dropped: frozenset[str]
+    described: frozenset[str] = frozenset()  # object descriptions: `function::`, `option::`
 
 
 class _AnyOption(dict[str, Callable[[str | None], Any]]):
@@ -143,6 +144,29 @@ class _Versioned(_Labelled):
         return [box]
 
 
+class _Signature(nodes.section):
+    """The section an object description opens, headed by its signature."""
+
+
+class _Described(_Generic):
+    """`function:: open(file, mode='r')` and its kind (Sphinx's object descriptions, CMake's
+    `signature`): a section headed by the first signature, so each function, option or
+    setting of a reference page is found under its own name rather than as one paragraph
+    of a page-long section. Signatures are kept as written (`*args` is not emphasis);
+    further signatures of the same entry are text."""
+
+    def run(self) -> list[nodes.Node]:
+        signatures = [line.strip() for line in "\n".join(self.arguments).split("\n")]
+        signatures = [line for line in signatures if line]
+        if not signatures:
+            return super().run()
+        section = _Signature("", nodes.title(text=signatures[0]))
+        section.extend(nodes.paragraph(line, line) for line in signatures[1:])
+        if self.content:
+            self.state.nested_parse(self.content, self.content_offset, section)
+        return [section]
+
+
 # `~a.b.c` shows `c`, `!x` shows `x`, `title <target>` shows `title` (Sphinx's rendering).
 _EXPLICIT_TITLE = re.compile(r"^(.+?)\s*(?<!\x00)<(.*?)>$", re.S)
 
@@ -186,6 +210,7 @@ def _install(rules: RstRules) -> None:
     """Register the caller's rules: Sphinx's `code-block` or `note` are theirs to decide."""
     table: dict[str, type[rst.Directive]] = {name: _Code for name in rules.code}
     table |= {name: _Dropped for name in rules.dropped}
+    table |= {name: _Described for name in rules.described}
     for name, label in rules.labels.items():
         table[name] = type(f"_Labelled_{len(table)}", (_Labelled,), {"label": label})
     for name, label in rules.versioned.items():
@@ -310,14 +335,20 @@ _CODE = (nodes.literal_block, nodes.doctest_block, nodes.math_block)
 _STRUCTURE = (nodes.section, nodes.Admonition, *_CODE)
 
 
-def _walk(node: nodes.Element, level: int) -> Iterator[RstPart]:
+def _walk(
+    node: nodes.Element, level: int, enclosing: RstHeading | None = None
+) -> Iterator[RstPart]:
+    """`enclosing` is the heading of the section `node` is in: text that follows an object
+    description belongs to that section again, so its heading is given anew."""
     label = ""
     if isinstance(node, nodes.section):
         level += 1
-        yield RstHeading(level, _title(node))
+        enclosing = RstHeading(level, _title(node))
+        yield enclosing
     elif isinstance(node, nodes.Admonition):
         title = _title(node)
         label = f"{title}:" if title else node.tagname.capitalize() + ":"
+    reopen = False  # an object description ended: the next text is the enclosing section's
     for child in node.children:
         if isinstance(child, (nodes.Text, *_SKIPPED)):
             continue
@@ -329,14 +360,27 @@ def _walk(node: nodes.Element, level: int) -> Iterator[RstPart]:
         elif not isinstance(child, _STRUCTURE) and not _has_structure(child):
             parts = iter([RstBlock(_text(child), is_code=False)])
         else:
-            parts = _walk(child, level)
+            parts = _walk(child, level, enclosing)
         for part in parts:
+            if isinstance(part, RstHeading):
+                reopen = False
+            elif reopen and enclosing is not None and part.text.strip():
+                yield enclosing
+                reopen = False
             if label and isinstance(part, RstBlock) and not part.is_code and part.text.strip():
                 part = RstBlock(f"{label} {part.text}", is_code=False)
                 label = ""
             yield part
+        if isinstance(child, _Signature) or (
+            not isinstance(child, nodes.section) and _has_signature(child)
+        ):
+            reopen = True
     if label:  # an admonition with no text of its own: `versionadded:: 3.1`
         yield RstBlock(label.rstrip(":"), is_code=False)
+
+
+def _has_signature(node: nodes.Element) -> bool:
+    return any(True for _ in node.findall(_Signature, include_self=False))
 
 
 def _title(node: nodes.Element) -> str:
