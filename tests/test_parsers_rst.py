@@ -138,6 +138,19 @@ def test_text_after_an_object_description_is_its_sections_again() -> None:
     ]
 
 
+def test_autodoc_entries_nest_what_is_written_under_them_and_bare_ones_stay_text() -> None:
+    doc = parse(
+        "API\n===\n\n.. autoclass:: Environment([options])\n\n   .. attribute:: shared\n\n"
+        "      Whether it is shared.\n\n.. autofunction:: jinja2.select_autoescape\n\n"
+        ".. method:: Template.render(\\*args, \\**kwargs)\n\n   Renders it.\n"
+    )
+    assert [(s.heading_path, [b.text for b in s.blocks]) for s in doc.sections] == [
+        (("API", "Environment([options])", "shared"), ["Whether it is shared."]),
+        (("API",), ["jinja2.select_autoescape"]),
+        (("API", "Template.render(*args, **kwargs)"), ["Renders it."]),
+    ]
+
+
 def test_the_signatures_of_a_real_page_head_their_entries() -> None:
     doc = parse_document((FIXTURES / "command_if.rst").read_bytes(), "if.rst")
     entry = (

@@ -144,6 +144,9 @@ class _Versioned(_Labelled):
         return [box]
 
 
+_ESCAPED = re.compile(r"\\(.)")
+
+
 class _Signature(nodes.section):
     """The section an object description opens, headed by its signature."""
 
@@ -153,12 +156,15 @@ class _Described(_Generic):
     `signature`): a section headed by the first signature, so each function, option or
     setting of a reference page is found under its own name rather than as one paragraph
     of a page-long section. Signatures are kept as written (`*args` is not emphasis);
-    further signatures of the same entry are text."""
+    further signatures of the same entry are text. An entry with no content of its own
+    (autodoc's, whose text Sphinx would take from the code) is its signature as text."""
 
     def run(self) -> list[nodes.Node]:
-        signatures = [line.strip() for line in "\n".join(self.arguments).split("\n")]
+        # `\*args` is how older Sphinx pages keep a star from opening emphasis: shown `*args`.
+        lines = _ESCAPED.sub(r"\1", "\n".join(self.arguments)).split("\n")
+        signatures = [line.strip() for line in lines]
         signatures = [line for line in signatures if line]
-        if not signatures:
+        if not signatures or not self.content:  # a bare name (`autoclass:: a.B`) stays text
             return super().run()
         section = _Signature("", nodes.title(text=signatures[0]))
         section.extend(nodes.paragraph(line, line) for line in signatures[1:])

@@ -5,7 +5,8 @@ Sections, whatever their underline and overline styles, nest as docutils nests t
 give the heading path; the title is the first top-level section's. Sphinx's roles read as
 their text, code directives and literal blocks (`::`) become code, admonitions keep their
 text behind their label ("Note:", "Deprecated since version 3.2:"), an object description
-(`function::`, `class::`, `option::`, `envvar::`, CMake's `signature::`) is a section
+(`function::`, `class::`, `option::`, `envvar::`, autodoc's `autoclass::`, CMake's
+`signature::`) is a section
 headed by its signature, nested in the section it is in, and the directives
 that render no text of their own (tables of contents, index entries, `only`, `raw`) are
 dropped with their content. Every other directive a project defines keeps its argument
@@ -41,9 +42,15 @@ _DOMAIN_OBJECTS = {
     "rst": ("directive", "directive:option", "role"),
     "cmake": ("signature",),
 }
+# autodoc's (`autoclass:: Environment`) name what Sphinx would describe from the code; the
+# content written under them, often their attributes and methods, nests in that section.
+_AUTODOC = (
+    "autofunction", "autoclass", "automethod", "autoattribute", "autodata", "autoexception",
+    "autodecorator", "autoproperty",
+)  # fmt: skip
 _DESCRIBED = frozenset(
-    {*_PYTHON_OBJECTS, "option", "envvar", "describe", "object", "cmdoption", "confval"}
-    | {"signature"}
+    {*_PYTHON_OBJECTS, *_AUTODOC, "option", "envvar", "describe", "object", "cmdoption"}
+    | {"confval", "signature"}
     | {f"{domain}:{name}" for domain, names in _DOMAIN_OBJECTS.items() for name in names}
 )
 
