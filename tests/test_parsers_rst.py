@@ -239,6 +239,21 @@ def test_no_file_is_read_by_include_raw_or_csv_table(tmp_path: Path) -> None:
     assert "visible" in texts(doc)
 
 
+def test_a_paragraph_wrapped_in_the_source_flows_on_one_line_and_code_keeps_its_lines() -> None:
+    doc = parse(
+        "Requests verifies SSL certificates for HTTPS requests,\n"
+        "just like a web   \nbrowser.\n\n"
+        "* a list item that is\n  wrapped\n\n| a line block\n| keeps its lines\n\n"
+        "::\n\n   code stays\n   on two lines\n"
+    )
+    assert texts(doc) == [
+        "Requests verifies SSL certificates for HTTPS requests, just like a web browser.",
+        "a list item that is wrapped",
+        "a line block\nkeeps its lines",
+        "code stays\non two lines",
+    ]
+
+
 def test_tables_and_lists_become_text() -> None:
     doc = parse(
         "* one\n* two\n\n1. first\n2. second\n\nterm\n   definition\n\n"

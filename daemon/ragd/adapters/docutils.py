@@ -400,8 +400,12 @@ def _has_structure(node: nodes.Element) -> bool:
     return any(True for _ in node.findall(lambda n: isinstance(n, _STRUCTURE), include_self=False))
 
 
+_LINE_BREAK = re.compile(r"[ \t]*\n[ \t]*")
+
+
 def _text(node: nodes.Node) -> str:
-    """Visible text: inline pieces joined as written, blocks one per line, rows as cells."""
+    """Visible text: a paragraph on one line as a reader sees it flow (a phrase is found
+    whatever the source's wrapping), blocks one per line, rows as cells."""
     if isinstance(node, nodes.Text):
         return str(node)
     if isinstance(node, _SKIPPED) and not isinstance(node, nodes.title):
@@ -410,7 +414,9 @@ def _text(node: nodes.Node) -> str:
         return node.astext().strip("|_`")
     assert isinstance(node, nodes.Element)
     pieces = (_text(child) for child in node.children)
-    if isinstance(node, nodes.TextElement):
+    if isinstance(node, _CODE):
         return "".join(pieces)
+    if isinstance(node, nodes.TextElement):  # a paragraph flows: its source line breaks are spaces
+        return _LINE_BREAK.sub(" ", "".join(pieces))
     separator = " | " if isinstance(node, nodes.row) else "\n"
     return separator.join(piece for piece in pieces if piece.strip())
