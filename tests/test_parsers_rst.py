@@ -228,6 +228,29 @@ def test_directives_that_render_no_text_of_their_own_are_dropped(markup: str) ->
     assert texts(parse(f"Before.\n\n{markup}\n\nAfter.\n")) == ["Before.", "After."]
 
 
+def test_the_field_list_opening_a_file_is_page_metadata_and_dropped() -> None:
+    doc = parse(":orphan:\n:tocdepth: 2\n\nTitle\n=====\n\n:param x: kept.\n")
+    assert texts(doc) == ["param x\nkept."]
+
+
+@pytest.mark.parametrize(
+    "markup", [".. module:: jinja2.sandbox\n   :synopsis: x", ".. py:currentmodule:: jinja2"]
+)
+def test_module_and_program_markers_render_no_text(markup: str) -> None:
+    assert texts(parse(f"Before.\n\n{markup}\n\nAfter.\n")) == ["Before.", "After."]
+
+
+def test_a_substitution_reads_as_what_its_definition_says() -> None:
+    doc = parse(
+        ".. |CPS| replace:: Common Package Specification\n"
+        ".. |v| replace:: ``compat_version``\n\nThe |CPS| reads |v|; |cps| too; |undefined|.\n"
+    )
+    assert texts(doc) == [
+        "The Common Package Specification reads compat_version;"
+        " Common Package Specification too; undefined."
+    ]
+
+
 def test_no_file_is_read_by_include_raw_or_csv_table(tmp_path: Path) -> None:
     secret = tmp_path / "secret.txt"
     secret.write_text("TOPSECRET,1\n")

@@ -320,9 +320,20 @@ def parse_rst(source: str, rules: RstRules) -> list[RstPart]:
     _register_unknown(source, document)
     try:
         rst.Parser().parse(source, document)
+        _drop_file_metadata(document)
         return list(_walk(document, 0))
     except RecursionError:
         raise ValueError("the reStructuredText nests too deep to parse") from None
+
+
+def _drop_file_metadata(document: nodes.document) -> None:
+    """A field list opening the file (`:orphan:`, `:tocdepth: 2`) is Sphinx's metadata for
+    the page, which no reader sees."""
+    for child in document.children:
+        if isinstance(child, nodes.field_list):
+            document.remove(child)
+        if not isinstance(child, (nodes.comment, nodes.target, nodes.substitution_definition)):
+            return
 
 
 # Elements that are not text a reader sees.
@@ -403,6 +414,20 @@ def _has_structure(node: nodes.Element) -> bool:
 _LINE_BREAK = re.compile(r"[ \t]*\n[ \t]*")
 
 
+def _substitution(reference: nodes.Element) -> nodes.Element | None:
+    """The definition a substitution reference names, matched as docutils does: exactly,
+    then case-insensitively (docutils' transforms, which would do this, are not run)."""
+    document = reference.document
+    if document is None:
+        return None
+    name = str(reference.get("refname", ""))
+    definition = document.substitution_defs.get(name)
+    if definition is None:
+        exact = document.substitution_names.get(docutils.nodes.fully_normalize_name(name))
+        definition = document.substitution_defs.get(exact) if exact else None
+    return definition
+
+
 def _text(node: nodes.Node) -> str:
     """Visible text: a paragraph on one line as a reader sees it flow (a phrase is found
     whatever the source's wrapping), blocks one per line, rows as cells."""
@@ -412,6 +437,10 @@ def _text(node: nodes.Node) -> str:
         return ""
     if isinstance(node, nodes.problematic):  # markup docutils could not resolve
         return node.astext().strip("|_`")
+    if isinstance(node, nodes.substitution_reference):
+        definition = _substitution(node)
+        if definition is not None:  # `|CPS|` shows what `.. |CPS| replace::` says
+            return _LINE_BREAK.sub(" ", definition.astext())
     assert isinstance(node, nodes.Element)
     pieces = (_text(child) for child in node.children)
     if isinstance(node, _CODE):
