@@ -102,6 +102,18 @@ def test_roles_and_inline_markup_read_as_their_text(markup: str, shown: str) -> 
     assert texts(parse(f"Use {markup} here.\n")) == [f"Use {shown} here."]
 
 
+def test_escaped_characters_read_as_shown_with_no_nul_left() -> None:
+    doc = parse(
+        "A call uses `\\<artifact-kind\\>`_ arguments.\n\n"
+        ".. automethod:: call(callable, \\*args)\n\n:class:`Babel\\'s <x>` and a\\ b.\n"
+    )
+    assert texts(doc) == [
+        "A call uses <artifact-kind> arguments.",
+        "call(callable, *args)",
+        "Babel's and ab.",
+    ]
+
+
 def test_an_unknown_directive_keeps_its_argument_and_content_as_text() -> None:
     doc = parse(
         ".. project:feature:: add_library(<name> ALIAS <target>)\n"

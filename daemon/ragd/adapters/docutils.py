@@ -431,12 +431,12 @@ def _substitution(reference: nodes.Element) -> nodes.Element | None:
 def _text(node: nodes.Node) -> str:
     """Visible text: a paragraph on one line as a reader sees it flow (a phrase is found
     whatever the source's wrapping), blocks one per line, rows as cells."""
-    if isinstance(node, nodes.Text):
-        return str(node)
+    if isinstance(node, nodes.Text):  # docutils marks an escaped character with a NUL
+        return docutils.utils.unescape(str(node)) if "\x00" in node else str(node)
     if isinstance(node, _SKIPPED) and not isinstance(node, nodes.title):
         return ""
     if isinstance(node, nodes.problematic):  # markup docutils could not resolve
-        return node.astext().strip("|_`")
+        return docutils.utils.unescape(node.astext()).strip("|_`")
     if isinstance(node, nodes.substitution_reference):
         definition = _substitution(node)
         if definition is not None:  # `|CPS|` shows what `.. |CPS| replace::` says
