@@ -9,15 +9,17 @@ until the next entry. Without an outline each page is a section under the title.
 title is the metadata Title, else the file's stem; every heading path starts with it.
 
 PDFium's text is cleaned: its mark for a word hyphenated across lines (U+FFFE) is
-removed, joining the word, and control characters (NUL, glyphs with no Unicode mapping)
-are dropped; a form feed is a line break. Bounds: MAX_INFLATED_BYTES of inflated streams
-and MAX_PAGES pages (beyond either, the document fails), MAX_PAGE_CHARS characters per
-page (the rest of a page is not read) and MAX_OUTLINE outline entries (later ones are
-ignored). PDFium reads in a child process with a memory limit (1 GiB) and a deadline (30 s
-+ 0.1 s a page); past either, or if PDFium crashes, the document fails with the reason
-(`ragd.adapters.pdfium_process`). A PDF with no text on any page fails: it is scanned
-images, and ragd does no OCR; one with a quarter or more of its pages without text, or
-pages cut at the bound, is indexed with a warning saying which.
+removed, joining the word, a line broken inside a sentence runs on into the next (a
+phrase is found whatever the column width), and control characters (NUL, glyphs with
+no Unicode mapping) are dropped; a form feed is a line break. Bounds: MAX_INFLATED_BYTES
+of inflated streams and MAX_PAGES pages (beyond either, the document fails),
+MAX_PAGE_CHARS characters per page (the rest of a page is not read) and MAX_OUTLINE
+outline entries (later ones are ignored). PDFium reads in a child process with a memory
+limit (1 GiB) and a deadline (30 s + 0.1 s a page); past either, or if PDFium crashes,
+the document fails with the reason (`ragd.adapters.pdfium_process`). A PDF with no text
+on any page fails: it is scanned images, and ragd does no OCR; one with a quarter or
+more of its pages without text, or pages cut at the bound, is indexed with a warning
+saying which.
 """
 
 from __future__ import annotations
@@ -55,6 +57,9 @@ _SOFT_HYPHEN = re.compile("\ufffe\r?\n?")
 # A form feed is a line break; the other controls are glyphs without a Unicode mapping.
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
+_COMPOUND_BREAK = re.compile(r"(?<=[^\W\d_]-)[ \t]*\n[ \t]*(?=[^\W\d_])")
+# A list item or an interpreter prompt opens a line of its own.
+_RUN_ON = re.compile(r"(?<![.!?:;])[ \t]*\n[ \t]*(?![•◦▪‣*–-][ \t]|>>>|\.\.\.[ \t])")
 
 # The title is the heading at level 1; an outline entry of depth d is at level d + 2.
 _TITLE_LEVEL = 1
@@ -154,4 +159,16 @@ def _find_heading(name: str, text: str, start: int) -> re.Match[str] | None:
 
 def _add_paragraphs(builder: SectionBuilder, text: str) -> None:
     for paragraph in _PARAGRAPH_BREAK.split(text):
-        builder.add(Block("\n".join(line.rstrip() for line in paragraph.strip().split("\n"))))
+        builder.add(Block(reflow(paragraph.strip())))
+
+
+def reflow(paragraph: str) -> str:
+    """A paragraph as it reads: where a line was broken inside a sentence the text runs on.
+
+    The page's column width put those breaks there, not the text, and a phrase that spans
+    one would not be found. A word broken at its own hyphen is joined as one word
+    (`type-`/`specialized`); a line that ends a sentence, and one before a bullet or a
+    `>>>` prompt, still ends its line.
+    """
+    paragraph = _COMPOUND_BREAK.sub("", paragraph)
+    return _RUN_ON.sub(" ", "\n".join(line.rstrip() for line in paragraph.split("\n")))
