@@ -242,3 +242,8 @@ def test_a_parser_failure_is_an_unsupported_document(monkeypatch: pytest.MonkeyP
 
     with pytest.raises(UnsupportedDocument, match="the Markdown parser failed: boom"):
         parse("# Title\n\ntext\n")
+
+
+def test_a_paragraph_of_only_space_entities_is_no_block() -> None:
+    doc = parse_document(b"# Page\n\n&nbsp;\n\nText &nbsp; here.\n\n&emsp; &#160;\n", "page.md")
+    assert [b.text for s in doc.sections for b in s.blocks] == ["Text &nbsp; here."]

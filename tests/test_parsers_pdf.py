@@ -124,7 +124,22 @@ def test_without_an_outline_each_page_is_a_section_under_the_title() -> None:
     doc = parse("music21-test-file.pdf")
     assert doc.title == "Test File"
     assert [(s.heading_path, s.page) for s in doc.sections] == [(("Test File",), 1)]
-    assert doc.sections[0].blocks[0].text.startswith("Test File\nMovement title\nChristopher")
+    assert doc.sections[0].blocks[0].text.startswith("Test File Movement title Christopher")
+
+
+def test_a_sentence_broken_across_lines_reads_on_and_list_items_keep_their_lines() -> None:
+    text = section_text(parse("aenum.pdf"), (AENUM_TITLE, "Creating an Enum"), 3)
+    assert "An alternative creation method is described in Enum Functional API." in text
+    assert "the value of Color.blue is 3" in text
+    assert "(or enum)\n• The attributes Color.red" in text
+    assert "\n>>> class Color(Enum):\n" in text
+
+
+def test_a_word_broken_at_its_own_hyphen_is_one_word_and_a_sentence_end_keeps_its_line() -> None:
+    assert (
+        pdf.reflow("type-\nspecialized trace\ntrees.\nNext")
+        == "type-specialized trace trees.\nNext"
+    )
 
 
 def test_text_has_no_nul_form_feed_or_control_characters() -> None:
@@ -197,7 +212,30 @@ def test_page_text_is_cut_at_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:
     (block,) = parse("music21-test-file.pdf").sections[0].blocks
     assert len(block.text) <= 20
     assert whole.startswith(block.text)
-    assert block.text.startswith("Test File\nMovement")
+    assert block.text.startswith("Test File Movement")
+
+
+def test_a_pdf_with_many_pages_without_text_is_read_with_a_warning_naming_them() -> None:
+    pages = [["Install", "Run it."], [], ["Usage"], [], [], ["Index"]]
+
+    doc = parse_document(text_pdf(pages), "scan.pdf")
+
+    assert [s.page for s in doc.sections] == [1, 3, 6]
+    assert doc.warnings == (
+        "3 of 6 pages have no text layer (scanned?), not indexed: pages 2, 4, 5",
+    )
+
+
+def test_a_blank_page_among_many_is_no_warning() -> None:
+    pages = [["Install"], [], ["Usage"], ["More"], ["Index"]]
+
+    assert parse_document(text_pdf(pages), "guide.pdf").warnings == ()
+
+
+def test_a_page_cut_at_the_bound_is_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pdf, "MAX_PAGE_CHARS", 20)
+
+    assert parse("music21-test-file.pdf").warnings == ("1 page cut at 20 characters: first 1",)
 
 
 def test_pdf_is_a_supported_suffix_included_by_default() -> None:

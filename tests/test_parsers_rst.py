@@ -59,7 +59,9 @@ def test_a_page_without_sections_is_titled_by_its_stem() -> None:
 def test_the_headings_of_a_real_page_are_its_sections() -> None:
     doc = parse_document((FIXTURES / "command_if.rst").read_bytes(), "if.rst")
     assert doc.title == "if"
-    assert sorted(set(paths(doc)), key=paths(doc).index) == [
+    # Its `signature::` entries are headings too, nested in these (tested below).
+    sections = [tuple(h for h in path if not h.startswith("if(")) for path in paths(doc)]
+    assert sorted(set(sections), key=sections.index) == [
         ("if",),
         ("if", "Synopsis"),
         ("if", "Condition Syntax"),
@@ -97,12 +99,77 @@ def test_roles_and_inline_markup_read_as_their_text(markup: str, shown: str) -> 
     assert texts(parse(f"Use {markup} here.\n")) == [f"Use {shown} here."]
 
 
+def test_escaped_characters_read_as_shown_with_no_nul_left() -> None:
+    doc = parse(
+        "A call uses `\\<artifact-kind\\>`_ arguments.\n\n"
+        ".. automethod:: call(callable, \\*args)\n\n:class:`Babel\\'s <x>` and a\\ b.\n"
+    )
+    assert texts(doc) == [
+        "A call uses <artifact-kind> arguments.",
+        "call(callable, *args)",
+        "Babel's and ab.",
+    ]
+
+
 def test_an_unknown_directive_keeps_its_argument_and_content_as_text() -> None:
     doc = parse(
-        ".. cmake:signature:: add_library(<name> ALIAS <target>)\n"
+        ".. project:feature:: add_library(<name> ALIAS <target>)\n"
         "   :target: ALIAS\n   :anything-else: 3\n\n   Creates an *Alias* target.\n"
     )
     assert texts(doc) == ["add_library(<name> ALIAS <target>)", "Creates an Alias target."]
+
+
+def test_an_object_description_is_a_section_headed_by_its_signature() -> None:
+    doc = parse(
+        "Settings\n========\n\nIntro.\n\n.. py:data:: SECRET_KEY\n\n"
+        "    A key for *signing* cookies.\n\n"
+        ".. function:: open(file, mode='r', *args, **kwargs)\n              open(path)\n\n"
+        "   Opens a file.\n\n.. option:: -m <module>\n\n   Runs a module.\n"
+    )
+    assert [(s.heading_path, [b.text for b in s.blocks]) for s in doc.sections] == [
+        (("Settings",), ["Intro."]),
+        (("Settings", "SECRET_KEY"), ["A key for signing cookies."]),
+        (("Settings", "open(file, mode='r', *args, **kwargs)"), ["open(path)", "Opens a file."]),
+        (("Settings", "-m <module>"), ["Runs a module."]),
+    ]
+
+
+def test_text_after_an_object_description_is_its_sections_again() -> None:
+    doc = parse(
+        "Files\n=====\n\n.. class:: File(path)\n\n   A file.\n\n   .. method:: read(n)\n\n"
+        "      Reads n bytes.\n\n   Files close on exit.\n\nSee the tutorial.\n"
+    )
+    assert [(s.heading_path, [b.text for b in s.blocks]) for s in doc.sections] == [
+        (("Files", "File(path)"), ["A file."]),
+        (("Files", "File(path)", "read(n)"), ["Reads n bytes."]),
+        (("Files", "File(path)"), ["Files close on exit."]),
+        (("Files",), ["See the tutorial."]),
+    ]
+
+
+def test_autodoc_entries_nest_what_is_written_under_them_and_bare_ones_stay_text() -> None:
+    doc = parse(
+        "API\n===\n\n.. autoclass:: Environment([options])\n\n   .. attribute:: shared\n\n"
+        "      Whether it is shared.\n\n.. autofunction:: jinja2.select_autoescape\n\n"
+        ".. method:: Template.render(\\*args, \\**kwargs)\n\n   Renders it.\n"
+    )
+    assert [(s.heading_path, [b.text for b in s.blocks]) for s in doc.sections] == [
+        (("API", "Environment([options])", "shared"), ["Whether it is shared."]),
+        (("API",), ["jinja2.select_autoescape"]),
+        (("API", "Template.render(*args, **kwargs)"), ["Renders it."]),
+    ]
+
+
+def test_the_signatures_of_a_real_page_head_their_entries() -> None:
+    doc = parse_document((FIXTURES / "command_if.rst").read_bytes(), "if.rst")
+    entry = (
+        "if",
+        "Condition Syntax",
+        "Existence Checks",
+        "if(DEFINED <name>|CACHE{<name>}|ENV{<name>})",
+    )
+    section = next(s for s in doc.sections if s.heading_path == entry)
+    assert "if(DEFINED someName)" in section.blocks[0].text
 
 
 def test_unknown_directives_and_roles_never_fail_a_document() -> None:
@@ -170,6 +237,29 @@ def test_directives_that_render_no_text_of_their_own_are_dropped(markup: str) ->
     assert texts(parse(f"Before.\n\n{markup}\n\nAfter.\n")) == ["Before.", "After."]
 
 
+def test_the_field_list_opening_a_file_is_page_metadata_and_dropped() -> None:
+    doc = parse(":orphan:\n:tocdepth: 2\n\nTitle\n=====\n\n:param x: kept.\n")
+    assert texts(doc) == ["param x\nkept."]
+
+
+@pytest.mark.parametrize(
+    "markup", [".. module:: jinja2.sandbox\n   :synopsis: x", ".. py:currentmodule:: jinja2"]
+)
+def test_module_and_program_markers_render_no_text(markup: str) -> None:
+    assert texts(parse(f"Before.\n\n{markup}\n\nAfter.\n")) == ["Before.", "After."]
+
+
+def test_a_substitution_reads_as_what_its_definition_says() -> None:
+    doc = parse(
+        ".. |CPS| replace:: Common Package Specification\n"
+        ".. |v| replace:: ``compat_version``\n\nThe |CPS| reads |v|; |cps| too; |undefined|.\n"
+    )
+    assert texts(doc) == [
+        "The Common Package Specification reads compat_version;"
+        " Common Package Specification too; undefined."
+    ]
+
+
 def test_no_file_is_read_by_include_raw_or_csv_table(tmp_path: Path) -> None:
     secret = tmp_path / "secret.txt"
     secret.write_text("TOPSECRET,1\n")
@@ -179,6 +269,21 @@ def test_no_file_is_read_by_include_raw_or_csv_table(tmp_path: Path) -> None:
     )
     assert not any("TOPSECRET" in text for text in texts(doc))
     assert "visible" in texts(doc)
+
+
+def test_a_paragraph_wrapped_in_the_source_flows_on_one_line_and_code_keeps_its_lines() -> None:
+    doc = parse(
+        "Requests verifies SSL certificates for HTTPS requests,\n"
+        "just like a web   \nbrowser.\n\n"
+        "* a list item that is\n  wrapped\n\n| a line block\n| keeps its lines\n\n"
+        "::\n\n   code stays\n   on two lines\n"
+    )
+    assert texts(doc) == [
+        "Requests verifies SSL certificates for HTTPS requests, just like a web browser.",
+        "a list item that is wrapped",
+        "a line block\nkeeps its lines",
+        "code stays\non two lines",
+    ]
 
 
 def test_tables_and_lists_become_text() -> None:

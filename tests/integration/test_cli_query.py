@@ -21,6 +21,7 @@ RESULT_KEYS = {
     "source",
     "path",
     "uri",
+    "page",
     "title",
     "heading_path",
     "text",

@@ -9,6 +9,7 @@ from pathlib import Path
 from ragd.config.sources import DEFAULT_INCLUDE
 from tests.conftest import write_config
 from tests.integration.conftest import run_json, run_ragd
+from tests.integration.daemon import Served, small_root, wait_until
 from tests.pdfs import text_pdf
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "pdf"
@@ -57,3 +58,45 @@ def test_editing_one_page_re_embeds_only_that_pages_chunks(tmp_path: Path) -> No
     assert first["chunks"]["embedded"] == 3
     assert second["documents"]["changed"] == 1
     assert second["chunks"]["embedded"] == 1
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is `pid`."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(") ")[2].split()
+        except OSError:
+            continue  # ended meanwhile
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _running(pid: int) -> bool:
+    try:
+        return not Path(f"/proc/{pid}/stat").read_text().rpartition(") ")[2].startswith("Z")
+    except FileNotFoundError:
+        return False
+
+
+def test_the_daemons_pdf_reader_process_ends_when_the_daemon_stops(tmp_path: Path) -> None:
+    manuals = tmp_path / "manuals"
+    manuals.mkdir()
+    shutil.copy(FIXTURES / "aenum.pdf", manuals)
+    source = f'\n[[sources]]\nname = "manuals"\ntype = "folder"\npath = "{manuals}"\n'
+    daemon = Served(tmp_path, small_root(tmp_path / "docs", 2), extra_sources=source)
+    daemon.start().wait_ready()
+    try:
+        daemon.wait_scanned()
+        assert daemon.paths_for("enumerations can be pickled and unpickled")[0] == "aenum.pdf"
+        assert daemon.process is not None
+        readers = [
+            pid
+            for pid in _children(daemon.process.pid)
+            if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        ]
+        assert len(readers) == 1
+    finally:
+        daemon.stop()
+    assert wait_until(lambda: not _running(readers[0]), 10)

@@ -69,6 +69,7 @@ class RstRules:
     labels: Mapping[str, str]  # directive name -> label, for `note`-like directives
     versioned: Mapping[str, str]  # the same, for directives whose first argument is a version
     dropped: frozenset[str]
+    described: frozenset[str] = frozenset()  # object descriptions: `function::`, `option::`
 
 
 class _AnyOption(dict[str, Callable[[str | None], Any]]):
@@ -143,6 +144,35 @@ class _Versioned(_Labelled):
         return [box]
 
 
+_ESCAPED = re.compile(r"\\(.)")
+
+
+class _Signature(nodes.section):
+    """The section an object description opens, headed by its signature."""
+
+
+class _Described(_Generic):
+    """`function:: open(file, mode='r')` and its kind (Sphinx's object descriptions, CMake's
+    `signature`): a section headed by the first signature, so each function, option or
+    setting of a reference page is found under its own name rather than as one paragraph
+    of a page-long section. Signatures are kept as written (`*args` is not emphasis);
+    further signatures of the same entry are text. An entry with no content of its own
+    (autodoc's, whose text Sphinx would take from the code) is its signature as text."""
+
+    def run(self) -> list[nodes.Node]:
+        # `\*args` is how older Sphinx pages keep a star from opening emphasis: shown `*args`.
+        lines = _ESCAPED.sub(r"\1", "\n".join(self.arguments)).split("\n")
+        signatures = [line.strip() for line in lines]
+        signatures = [line for line in signatures if line]
+        if not signatures or not self.content:  # a bare name (`autoclass:: a.B`) stays text
+            return super().run()
+        section = _Signature("", nodes.title(text=signatures[0]))
+        section.extend(nodes.paragraph(line, line) for line in signatures[1:])
+        if self.content:
+            self.state.nested_parse(self.content, self.content_offset, section)
+        return [section]
+
+
 # `~a.b.c` shows `c`, `!x` shows `x`, `title <target>` shows `title` (Sphinx's rendering).
 _EXPLICIT_TITLE = re.compile(r"^(.+?)\s*(?<!\x00)<(.*?)>$", re.S)
 
@@ -186,6 +216,7 @@ def _install(rules: RstRules) -> None:
     """Register the caller's rules: Sphinx's `code-block` or `note` are theirs to decide."""
     table: dict[str, type[rst.Directive]] = {name: _Code for name in rules.code}
     table |= {name: _Dropped for name in rules.dropped}
+    table |= {name: _Described for name in rules.described}
     for name, label in rules.labels.items():
         table[name] = type(f"_Labelled_{len(table)}", (_Labelled,), {"label": label})
     for name, label in rules.versioned.items():
@@ -289,9 +320,20 @@ def parse_rst(source: str, rules: RstRules) -> list[RstPart]:
     _register_unknown(source, document)
     try:
         rst.Parser().parse(source, document)
+        _drop_file_metadata(document)
         return list(_walk(document, 0))
     except RecursionError:
         raise ValueError("the reStructuredText nests too deep to parse") from None
+
+
+def _drop_file_metadata(document: nodes.document) -> None:
+    """A field list opening the file (`:orphan:`, `:tocdepth: 2`) is Sphinx's metadata for
+    the page, which no reader sees."""
+    for child in document.children:
+        if isinstance(child, nodes.field_list):
+            document.remove(child)
+        if not isinstance(child, (nodes.comment, nodes.target, nodes.substitution_definition)):
+            return
 
 
 # Elements that are not text a reader sees.
@@ -310,14 +352,20 @@ _CODE = (nodes.literal_block, nodes.doctest_block, nodes.math_block)
 _STRUCTURE = (nodes.section, nodes.Admonition, *_CODE)
 
 
-def _walk(node: nodes.Element, level: int) -> Iterator[RstPart]:
+def _walk(
+    node: nodes.Element, level: int, enclosing: RstHeading | None = None
+) -> Iterator[RstPart]:
+    """`enclosing` is the heading of the section `node` is in: text that follows an object
+    description belongs to that section again, so its heading is given anew."""
     label = ""
     if isinstance(node, nodes.section):
         level += 1
-        yield RstHeading(level, _title(node))
+        enclosing = RstHeading(level, _title(node))
+        yield enclosing
     elif isinstance(node, nodes.Admonition):
         title = _title(node)
         label = f"{title}:" if title else node.tagname.capitalize() + ":"
+    reopen = False  # an object description ended: the next text is the enclosing section's
     for child in node.children:
         if isinstance(child, (nodes.Text, *_SKIPPED)):
             continue
@@ -329,14 +377,27 @@ def _walk(node: nodes.Element, level: int) -> Iterator[RstPart]:
         elif not isinstance(child, _STRUCTURE) and not _has_structure(child):
             parts = iter([RstBlock(_text(child), is_code=False)])
         else:
-            parts = _walk(child, level)
+            parts = _walk(child, level, enclosing)
         for part in parts:
+            if isinstance(part, RstHeading):
+                reopen = False
+            elif reopen and enclosing is not None and part.text.strip():
+                yield enclosing
+                reopen = False
             if label and isinstance(part, RstBlock) and not part.is_code and part.text.strip():
                 part = RstBlock(f"{label} {part.text}", is_code=False)
                 label = ""
             yield part
+        if isinstance(child, _Signature) or (
+            not isinstance(child, nodes.section) and _has_signature(child)
+        ):
+            reopen = True
     if label:  # an admonition with no text of its own: `versionadded:: 3.1`
         yield RstBlock(label.rstrip(":"), is_code=False)
+
+
+def _has_signature(node: nodes.Element) -> bool:
+    return any(True for _ in node.findall(_Signature, include_self=False))
 
 
 def _title(node: nodes.Element) -> str:
@@ -350,17 +411,41 @@ def _has_structure(node: nodes.Element) -> bool:
     return any(True for _ in node.findall(lambda n: isinstance(n, _STRUCTURE), include_self=False))
 
 
+_LINE_BREAK = re.compile(r"[ \t]*\n[ \t]*")
+
+
+def _substitution(reference: nodes.Element) -> nodes.Element | None:
+    """The definition a substitution reference names, matched as docutils does: exactly,
+    then case-insensitively (docutils' transforms, which would do this, are not run)."""
+    document = reference.document
+    if document is None:
+        return None
+    name = str(reference.get("refname", ""))
+    definition = document.substitution_defs.get(name)
+    if definition is None:
+        exact = document.substitution_names.get(docutils.nodes.fully_normalize_name(name))
+        definition = document.substitution_defs.get(exact) if exact else None
+    return definition
+
+
 def _text(node: nodes.Node) -> str:
-    """Visible text: inline pieces joined as written, blocks one per line, rows as cells."""
-    if isinstance(node, nodes.Text):
-        return str(node)
+    """Visible text: a paragraph on one line as a reader sees it flow (a phrase is found
+    whatever the source's wrapping), blocks one per line, rows as cells."""
+    if isinstance(node, nodes.Text):  # docutils marks an escaped character with a NUL
+        return docutils.utils.unescape(str(node)) if "\x00" in node else str(node)
     if isinstance(node, _SKIPPED) and not isinstance(node, nodes.title):
         return ""
     if isinstance(node, nodes.problematic):  # markup docutils could not resolve
-        return node.astext().strip("|_`")
+        return docutils.utils.unescape(node.astext()).strip("|_`")
+    if isinstance(node, nodes.substitution_reference):
+        definition = _substitution(node)
+        if definition is not None:  # `|CPS|` shows what `.. |CPS| replace::` says
+            return _LINE_BREAK.sub(" ", definition.astext())
     assert isinstance(node, nodes.Element)
     pieces = (_text(child) for child in node.children)
-    if isinstance(node, nodes.TextElement):
+    if isinstance(node, _CODE):
         return "".join(pieces)
+    if isinstance(node, nodes.TextElement):  # a paragraph flows: its source line breaks are spaces
+        return _LINE_BREAK.sub(" ", "".join(pieces))
     separator = " | " if isinstance(node, nodes.row) else "\n"
     return separator.join(piece for piece in pieces if piece.strip())

@@ -6,11 +6,14 @@ title, its outline (bookmarks) and each page's text. PDFium is native code with 
 locking of its own, and the daemon may parse from more than one thread, so every call
 holds one lock. What PDFium refuses comes back as PdfUnreadable with a one-line reason;
 the bounds (pages, characters per page) are the caller's, checked before a page is read.
+This reads in the calling process, with no limit on time or memory: the daemon calls it
+only inside the child process `ragd.adapters.pdfium_process` owns, which has both.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pypdfium2
@@ -53,10 +56,18 @@ class PdfText:
     pages: tuple[str, ...]
 
 
-def read_pdf(data: bytes, *, max_pages: int, max_page_chars: int, max_outline: int) -> PdfText:
+def read_pdf(
+    data: bytes,
+    *,
+    max_pages: int,
+    max_page_chars: int,
+    max_outline: int,
+    counted: Callable[[int], None] | None = None,
+) -> PdfText:
     """Open `data` and extract every page's text, each cut at `max_page_chars`.
 
-    The outline keeps its first `max_outline` entries.
+    The outline keeps its first `max_outline` entries. `counted`, if given, is told the
+    number of pages once the document is open, before any page is read.
 
     Raises PdfUnreadable when the PDF is encrypted with a password, corrupt, or has more
     than `max_pages` pages (checked before any page is read).
@@ -70,6 +81,8 @@ def read_pdf(data: bytes, *, max_pages: int, max_page_chars: int, max_outline: i
             count = len(document)
             if count > max_pages:
                 raise PdfUnreadable(f"PDF has {count} pages, more than the {max_pages} read")
+            if counted is not None:
+                counted(count)
             title = document.get_metadata_value("Title")
             outline = _outline(document, count, max_outline)
             pages = tuple(_page_text(document, index, max_page_chars) for index in range(count))

@@ -11,7 +11,9 @@ a crash loop under systemd's restarts.
 
 No fsync: what must survive is the death of a process, and the page cache outlives it.
 Documents parsed by worker processes are not written here: a worker's death is seen by
-the process that started it, which then parses the rest itself, guarded.
+the process that started it, which then parses the rest itself, guarded. PDFium runs
+in a child process of its own (`ragd.adapters.pdfium_process`): its crash, hang or
+memory flood fails that PDF with the reason and leaves this process running.
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ ReadInclude = Callable[[str], bytes | None]
 """An included file's bytes given its path as written; None when it is not to be read."""
 
 # Part of the pipeline fingerprint: bump whenever any parser's output can change.
-PARSER_VERSION = "4"  # 3: RST, MDX, notebooks, PDF, generator markup dropped; 4: includes read
+PARSER_VERSION = "4"  # 3: RST, MDX, notebooks, PDF, generator markup; 4: includes, Sphinx objects
 
 _MARKDOWN = frozenset({".md", ".markdown"})
 _MDX = frozenset({".mdx"})

@@ -44,6 +44,11 @@ _CODE_NODES = frozenset({"fence", "code_block"})
 _HEADING_NODES = frozenset({"heading", "lheading"})
 # Link reference definitions render as nothing; they are not text a reader sees.
 _SKIPPED_NODES = frozenset({"definition"})
+# Paragraphs of nothing but space characters written as references, as pages put them
+# between blocks for spacing (every page of Redux Toolkit's docs opens with `&nbsp;`).
+_BLANK_ENTITIES = re.compile(
+    r"(?:\s|&(?:nbsp|ensp|emsp|thinsp|zwsp|zwnj|zwj|NewLine|Tab);|&#(?:160|32|x[aA]0|x20);)+"
+)
 _FRONT_MATTER_KEY = re.compile(r"[A-Za-z_][\w-]*[ \t]*:")
 _TITLE_KEY = re.compile(r"title[ \t]*:[ \t]*(.*)")
 
@@ -94,6 +99,8 @@ def parse_markdown(
         first = line + data.count(b"\n", counted_to, start_byte)
         line, counted_to = first + data.count(b"\n", start_byte, stop), stop
         block_source = "\n".join(row.rstrip() for row in lines[first : line + 1]).strip("\n")
+        if name == "paragraph" and _BLANK_ENTITIES.fullmatch(block_source):
+            continue  # a `&nbsp;` spacer renders as blank space, not text
         builder.add(Block(block_source, is_code=name in _CODE_NODES))
 
     title = first_h1 or front_title or normalize_heading(stem)

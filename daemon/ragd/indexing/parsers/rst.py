@@ -4,7 +4,10 @@ docutils (through ragd.adapters.docutils) finds the structure; no Sphinx build i
 Sections, whatever their underline and overline styles, nest as docutils nests them and
 give the heading path; the title is the first top-level section's. Sphinx's roles read as
 their text, code directives and literal blocks (`::`) become code, admonitions keep their
-text behind their label ("Note:", "Deprecated since version 3.2:"), and the directives
+text behind their label ("Note:", "Deprecated since version 3.2:"), an object description
+(`function::`, `class::`, `option::`, `envvar::`, autodoc's `autoclass::`, CMake's
+`signature::`) is a section
+headed by its signature, nested in the section it is in, and the directives
 that render no text of their own (tables of contents, index entries, `only`, `raw`) are
 dropped with their content. Every other directive a project defines keeps its argument
 and content as text.
@@ -25,6 +28,33 @@ from ragd.indexing.parsers import (
     normalize_heading,
 )
 from ragd.indexing.parsers.includes import expand_rst_includes
+
+# Sphinx's object descriptions, bare (the Python domain is the default) and with their
+# domain, and CMake's `signature`: each becomes a section headed by its signature.
+_PYTHON_OBJECTS = (
+    "function", "class", "method", "attribute", "data", "exception", "decorator",
+    "decoratormethod", "classmethod", "staticmethod", "property", "type",
+)  # fmt: skip
+_DOMAIN_OBJECTS = {
+    "py": _PYTHON_OBJECTS,
+    "c": ("function", "macro", "struct", "union", "member", "var", "type", "enum", "enumerator"),
+    "cpp": ("function", "class", "struct", "union", "member", "var", "type", "enum", "enumerator"),
+    "js": ("function", "method", "class", "data", "attribute"),
+    "std": ("option", "envvar", "describe", "object", "cmdoption"),
+    "rst": ("directive", "directive:option", "role"),
+    "cmake": ("signature",),
+}
+# autodoc's (`autoclass:: Environment`) name what Sphinx would describe from the code; the
+# content written under them, often their attributes and methods, nests in that section.
+_AUTODOC = (
+    "autofunction", "autoclass", "automethod", "autoattribute", "autodata", "autoexception",
+    "autodecorator", "autoproperty",
+)  # fmt: skip
+_DESCRIBED = frozenset(
+    {*_PYTHON_OBJECTS, *_AUTODOC, "option", "envvar", "describe", "object", "cmdoption"}
+    | {"confval", "signature"}
+    | {f"{domain}:{name}" for domain, names in _DOMAIN_OBJECTS.items() for name in names}
+)
 
 _RULES = RstRules(
     code=frozenset(
@@ -63,12 +93,20 @@ _RULES = RstRules(
             "default-role",
             "role",
             "currentmodule",
+            "module",
+            "program",
+            "py:module",
+            "py:currentmodule",
+            "c:namespace",
+            "cpp:namespace",
+            "js:module",
             "sectionauthor",
             "moduleauthor",
             "codeauthor",
             "tabularcolumns",
         }
     ),
+    described=_DESCRIBED,
 )
 
 
