@@ -36,7 +36,7 @@ ENVIRON = {"RAGD_TOKEN_STAFF": STAFF, "RAGD_TOKEN_ADMIN": FINANCE}
 def _config(listen: str, access: str = "") -> Any:
     text = f"""
 [daemon]
-data_dir = "/tmp/ragd-data"
+data_dir = "data"
 [http]
 listen = "{listen}"
 [embedding]
@@ -44,10 +44,10 @@ model = "a/b"
 [[sources]]
 name = "handbook"
 type = "folder"
-path = "/tmp"
+path = "handbook"
 {access}
 """
-    return parse_config(text, base_dir=Path("/tmp"))
+    return parse_config(text, base_dir=Path("config-dir"))
 
 
 def test_a_bearer_header_earns_its_tokens_grant() -> None:

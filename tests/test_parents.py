@@ -24,20 +24,25 @@ DOC = (
 )
 
 
-@pytest.fixture
-def reader(tmp_path: Path) -> ParentReader:
+def indexed(tmp_path: Path, name: str, content: bytes) -> ParentReader:
+    """A reader over an index of one document, `docs:<name>`, written into real stores."""
     root = tmp_path / "docs"
     root.mkdir()
-    (root / "guide.md").write_text(DOC)
+    (root / name).write_bytes(content)
     data = DataDir(tmp_path / "data")
     embedder = FakeEmbedder()
     stores = WriterStores(data, keyword_rows=manifest_keyword_rows)
     try:
         pipeline = Pipeline(ChunkSettings(max_chars=150, overlap=40), embedder.identity)
-        Indexer(stores, [FolderSource("docs", root, ("**/*.md",))], pipeline, embedder).run()
+        Indexer(stores, [FolderSource("docs", root, (name,))], pipeline, embedder).run()
     finally:
         stores.close()
     return ParentReader(ManifestReader.open(data.manifest), lambda doc: ())
+
+
+@pytest.fixture
+def reader(tmp_path: Path) -> ParentReader:
+    return indexed(tmp_path, "guide.md", DOC.encode())
 
 
 def _chunk_with(reader: ParentReader, text: str) -> str:
@@ -94,19 +99,8 @@ def test_unknown_ids_find_nothing(reader: ParentReader) -> None:
 def test_a_pdf_section_spanning_two_pages_is_cited_by_the_page_of_its_chunk(
     tmp_path: Path,
 ) -> None:
-    root = tmp_path / "docs"
-    root.mkdir()
     pages = [["Install", "Run the installer first."], ["Then answer its questions."]]
-    (root / "guide.pdf").write_bytes(text_pdf(pages, outline=[("Install", 0)]))
-    data = DataDir(tmp_path / "data")
-    embedder = FakeEmbedder()
-    stores = WriterStores(data, keyword_rows=manifest_keyword_rows)
-    try:
-        pipeline = Pipeline(ChunkSettings(max_chars=150, overlap=40), embedder.identity)
-        Indexer(stores, [FolderSource("docs", root, ("**/*.pdf",))], pipeline, embedder).run()
-    finally:
-        stores.close()
-    pdf = ParentReader(ManifestReader.open(data.manifest), lambda doc: ())
+    pdf = indexed(tmp_path, "guide.pdf", text_pdf(pages, outline=[("Install", 0)]))
     second = next(c for c in pdf.manifest.chunks_of("docs:guide.pdf") if "questions" in c.text)
 
     found = pdf.section(second.chunk_id, 10_000)
