@@ -68,7 +68,7 @@ def test_a_bearer_header_earns_its_tokens_grant() -> None:
         (f"Bearer {STAFF}x", "invalid"),
         (f"Bearer {STAFF[:-1]}", "invalid"),
         ("Bearer " + "x" * 100_000, "invalid"),
-        ("Bearer \udcff\x00", "invalid"),
+        ("Bearer \udcff\ud800\x00", "invalid"),
     ],
 )
 def test_a_header_without_a_right_token_is_denied_saying_why(

@@ -163,7 +163,7 @@ class Tokens:
 
 
 def _digest(token: str) -> bytes:
-    return hashlib.sha256(token.encode("utf-8", "surrogateescape")).digest()
+    return hashlib.sha256(token.encode("utf-8", "replace")).digest()  # valid ones are ASCII
 
 
 # -- what a status report shows ---------------------------------------------------------------
