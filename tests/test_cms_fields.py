@@ -126,8 +126,8 @@ def test_a_missing_body_field_is_refused_naming_the_field() -> None:
     assert message == "the body field 'body.text' is missing from the entry"
 
 
-def test_a_null_body_is_refused_as_missing() -> None:
-    assert "'content' is missing" in refused(FieldMap(), {"content": None})
+def test_a_null_body_is_refused_as_empty() -> None:
+    assert refused(FieldMap(), {"content": None}) == "the body field 'content' is empty (null)"
 
 
 @pytest.mark.parametrize(
@@ -164,7 +164,9 @@ def test_has_body_tells_whether_the_body_field_is_there_at_all() -> None:
 
     assert fields.has_body({"body": {"text": ""}})
     assert not fields.has_body({"body": {}})
-    assert not fields.has_body({"body": {"text": None}})
+    assert not fields.has_body({"body": None})
+    # Sent as null, the body is there and empty: fetching the entry back finds no more.
+    assert fields.has_body({"body": {"text": None}})
 
 
 @pytest.mark.parametrize("title", [None, "", "   ", 7, ["a"], {"en-US": "Hi"}])

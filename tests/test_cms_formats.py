@@ -268,6 +268,55 @@ def test_an_upsert_without_its_body_is_fetched_back_when_a_read_api_is_configure
     )  # fmt: skip
 
 
+def null_ghost_html(payload: dict[str, Any]) -> None:
+    payload["post"]["current"]["html"] = None
+
+
+def null_strapi_body(payload: dict[str, Any]) -> None:
+    # Strapi 5.54 sent an entry whose Blocks body was emptied as `"content": null`
+    # (measured against the real server: /work/shared/research/integrations.md).
+    payload["entry"]["content"] = None
+
+
+def null_contentful_body(payload: dict[str, Any]) -> None:
+    payload["fields"]["content"] = None
+
+
+def null_sanity_body(payload: dict[str, Any]) -> None:
+    payload["content"] = None
+
+
+def null_directus_body(payload: dict[str, Any]) -> None:
+    payload["payload"]["content"] = None
+
+
+@pytest.mark.parametrize(
+    ("sender", "empty", "expected"),
+    [
+        (GHOST, null_ghost_html, "post.current.html is missing or empty"),
+        (STRAPI, null_strapi_body, "the body field 'content' is empty (null)"),
+        (CONTENTFUL, null_contentful_body, "the body field 'content' is empty (null)"),
+        (SANITY, null_sanity_body, "the body field 'content' is empty (null)"),
+        (DIRECTUS, null_directus_body, "the body field 'content' is empty (null)"),
+    ],
+    ids=[sender.name for sender in CMS_SENDERS],
+)
+def test_an_upsert_whose_body_is_null_is_refused_even_with_a_read_api(
+    sender: Sender, empty: Callable[[dict[str, Any]], None], expected: str
+) -> None:
+    assert bad_request(sender.name, edited(sender.publish(ENTRY), empty), api=True) == expected
+
+
+def test_a_strapi_entry_whose_blocks_body_has_no_text_is_refused_as_empty() -> None:
+    def empty_paragraph(payload: dict[str, Any]) -> None:
+        blocks = [{"type": "paragraph", "children": [{"type": "text", "text": ""}]}]
+        payload["entry"]["content"] = blocks
+
+    message = bad_request("strapi", edited(STRAPI.publish(ENTRY), empty_paragraph), api=True)
+
+    assert message == "the body field 'content' is empty"
+
+
 def test_a_mapped_field_that_the_entry_lacks_is_named_in_the_refusal() -> None:
     fields = FieldMap(body_field="body.markdown")
 
@@ -898,6 +947,12 @@ def test_with_a_read_api_every_directus_update_is_read_back_whole() -> None:
         ("upsert", "articles:a1", None),
         ("upsert", "articles:a2", None),
     ]
+
+
+def test_a_directus_update_that_empties_the_body_is_refused_even_with_a_read_api() -> None:
+    sent = directus("articles.items.update", payload={**ITEM, "content": ""}, keys=["a1"])
+
+    assert bad_request("directus", sent, api=True) == "the body field 'content' is empty"
 
 
 def test_a_directus_delete_deletes_every_key() -> None:

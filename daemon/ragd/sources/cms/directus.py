@@ -179,7 +179,10 @@ class DirectusFormat:
             raise WebhookRejected(400, "payload must be an object" + got(item))
         updated = parse_time(item.get("date_updated"), "payload.date_updated")
         if action == "update" and self.fetches_thin_entries:
-            # An update's payload is the fields that changed: read the whole item back.
+            # An update's payload is the fields that changed: read the whole item back,
+            # unless the change empties the body (fetching it would only find it empty).
+            if self.fields.has_body(item):
+                self.fields.body(item)
             return Parsed(tuple(Delivery("upsert", k, updated_at=updated) for k in keys))
         # Every key gets the same payload: read it once, not once per key (a bulk update
         # may name thousands, and a rich-text body is converted as it is read).

@@ -42,6 +42,13 @@ def lookup(entry: Mapping[str, Any], path: str) -> object:
     return value
 
 
+def carries(entry: Mapping[str, Any], path: str) -> bool:
+    """Whether `entry` has the dotted `path` at all, even as null."""
+    parent, _, last = path.rpartition(".")
+    holder = lookup(entry, parent) if parent else entry
+    return isinstance(holder, Mapping) and last in holder
+
+
 @dataclass(frozen=True)
 class FieldMap:
     """Where an entry keeps its title, its body (and in which format), and its URL."""
@@ -52,8 +59,10 @@ class FieldMap:
     url_template: str | None = None
 
     def has_body(self, entry: Mapping[str, Any]) -> bool:
-        """Whether the entry carries its body field at all (a partial update may not)."""
-        return lookup(entry, self.body_field) is not None
+        """Whether the entry carries its body field at all (a partial update may not).
+        A field sent as null is carried, and empty: Strapi sends an empty Blocks body
+        as `null`, and fetching the entry back would only find it empty again."""
+        return carries(entry, self.body_field)
 
     def body(self, entry: Mapping[str, Any]) -> tuple[str, str]:
         """The body as (text, content type); WebhookRejected(400) naming the field when
@@ -61,7 +70,8 @@ class FieldMap:
         value = lookup(entry, self.body_field)
         where = f"the body field '{self.body_field}'"
         if value is None:
-            raise WebhookRejected(400, f"{where} is missing from the entry")
+            shown = "empty (null)" if carries(entry, self.body_field) else "missing from the entry"
+            raise WebhookRejected(400, f"{where} is {shown}")
         if isinstance(value, str):
             text, kind = value, CONTENT_TYPE[self.body_format]
         elif rich_text.is_rich_text(value):

@@ -52,7 +52,9 @@ def _upsert(kind: str, post: Mapping[str, Any], *, thin_ok: bool) -> Delivery:
     html = post.get("html")
     if isinstance(html, str) and html.strip():
         return Delivery("upsert", key, title, url, updated_at, html, "text/html")
-    if thin_ok and html is None:
+    # A webhook's post always holds `html` (null for an empty post): only a post that
+    # left it out is fetched back.
+    if thin_ok and "html" not in post:
         return Delivery("upsert", key, title, url, updated_at)
     raise WebhookRejected(400, f"{kind}.current.html is missing or empty")
 
