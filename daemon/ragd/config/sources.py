@@ -8,7 +8,7 @@ Contentful either or both; ragd's own format a signature scheme, or a token behi
 trusted proxy). Secrets are referenced (a variable name or a file), never written here.
 """
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -124,6 +124,15 @@ _CLASSES: Final[Mapping[str, type[SourceConfig]]] = {
     "folder": FolderSourceConfig, "webhook": WebhookSourceConfig,
     "sitemap": PollSourceConfig, "wordpress": PollSourceConfig,
 }  # fmt: skip
+
+
+def source_kinds(sources: Sequence[SourceConfig]) -> dict[str, str]:
+    """Each source's name and what it is: "folder", "sitemap", "wordpress", or
+    "webhook:<format>"."""
+    return {
+        s.name: f"webhook:{s.format}" if isinstance(s, WebhookSourceConfig) else s.type
+        for s in sources
+    }
 
 
 class _Format(NamedTuple):

@@ -20,6 +20,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
 
+from ragd.config.sources import source_kinds
 from ragd.indexing.indexer import Indexer
 from ragd.indexing.passes import compact_vectors
 from ragd.service.access import serving_tokens
@@ -200,7 +201,7 @@ class Daemon:
         log.info(
             "serving",
             listen=self.runtime.config.http.listen,
-            sources=len(self.runtime.folders),
+            sources=source_kinds(self.runtime.config.sources),
             pid=os.getpid(),
         )
         try:

@@ -170,8 +170,12 @@ class ServiceBackend:
         outcome, answer = self.webhooks.accept(self.queue, source, request)
         if outcome in ("queued", "duplicate"):
             self.writer.wake.set()
+        status, body = answer
+        # An ignored delivery's reason is the CMS's word on why (a draft, an event or a
+        # content type not indexed): without it the log cannot tell a misconfiguration.
+        reason = {"reason": body["reason"]} if "reason" in body else {}
         self.note_webhook(
-            source, outcome, status=answer[0], delivery_id=answer[1].get("delivery_id")
+            source, outcome, status=status, delivery_id=body.get("delivery_id"), **reason
         )
         return answer
 
