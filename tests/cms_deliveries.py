@@ -77,7 +77,16 @@ class Ghost:
     name: str = "ghost"
     secret: str = "ghost-webhook-secret"
 
-    def _send(self, payload: dict[str, Any], *, event: str, secret: str | None = None) -> Sent:
+    def _send(
+        self,
+        payload: dict[str, Any],
+        *,
+        event: str,
+        secret: str | None = None,
+        event_in_body: bool = False,
+    ) -> Sent:
+        if event_in_body:  # Ghost 6: the body names its event (measured against 6.65)
+            payload = {**payload, "event": event}
         body = compact(payload)
         ts = str(int(time.time() * 1000))  # Date.now()
         key = (secret or self.secret).encode()
@@ -88,7 +97,7 @@ class Ghost:
             "User-Agent": "Ghost/5.96.0 (https://github.com/TryGhost/Ghost)",
             "X-Ghost-Signature": f"sha256={digest}, t={ts}",
         }
-        return Sent(body, headers, query=f"event={event}")
+        return Sent(body, headers, query="" if event_in_body else f"event={event}")
 
     def post(self, entry: Entry) -> dict[str, Any]:
         return {
@@ -116,6 +125,18 @@ class Ghost:
         return self._send(
             {"post": {"current": {}, "previous": self.post(entry)}}, event="post.deleted"
         )
+
+    def deleted_in_ghost6(self, entry: Entry) -> list[Sent]:
+        """Deleting a published post in Ghost 6.65 (measured; see
+        /work/shared/research/integrations.md): `post.unpublished`, the post now a
+        draft, then `post.deleted`; each body names its event, the URL does not."""
+        draft = self.post(entry) | {"status": "draft"}
+        unpublished = {"post": {"current": draft, "previous": {"status": "published"}}}
+        deleted = {"post": {"current": {}, "previous": draft}}
+        return [
+            self._send(unpublished, event="post.unpublished", event_in_body=True),
+            self._send(deleted, event="post.deleted", event_in_body=True),
+        ]
 
     def key(self, entry: Entry) -> str:
         return f"post:{entry.ident}"
@@ -184,6 +205,16 @@ class Strapi:
 
     def remove(self, entry: Entry) -> Sent:
         return self._send("entry.unpublish", self.row(entry))
+
+    # Strapi 5.54, measured (see /work/shared/research/integrations.md): a publish sends
+    # two events and a delete two, each body carrying the full entry.
+    def published_in_strapi5(self, entry: Entry) -> list[Sent]:
+        """`entry.update` then `entry.publish`, both of the published entry."""
+        return [self._send("entry.update", self.row(entry)), self.publish(entry)]
+
+    def deleted_in_strapi5(self, entry: Entry) -> list[Sent]:
+        """`entry.unpublish` then `entry.delete`, both of the full entry."""
+        return [self.remove(entry), self._send("entry.delete", self.row(entry))]
 
     def key(self, entry: Entry) -> str:
         return f"article:{entry.ident}:en"
