@@ -467,6 +467,14 @@ def test_a_ghost_page_is_keyed_as_a_page() -> None:
     assert (delete.event, delete.entry_id) == ("delete", "page:post-1")
 
 
+def test_a_ghost_page_is_ignored_by_a_source_holding_posts_only() -> None:
+    fmt = GhostFormat(GHOST.secret.encode(), kinds=("post",))
+
+    reason = ignored(fmt.parse(received(ghost("page.published", kind="page"))))
+
+    assert reason == "a page is not in the source's content_types"
+
+
 @pytest.mark.parametrize(
     ("event", "body"),
     [

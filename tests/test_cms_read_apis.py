@@ -61,6 +61,17 @@ def test_ghost_lists_posts_and_pages_across_its_pages_with_the_content_key(
     assert {seen.query["filter"] for seen in server.seen} == {"visibility:public"}
 
 
+def test_a_ghost_source_holding_posts_only_lists_no_pages(server: LocalServer) -> None:
+    server.route("/ghost/api/content/posts/", ghost_page)
+    pages = {"pages": [{"id": "about", "updated_at": "2026-11-01T10:00:00.000+00:00"}]}
+    server.route("/ghost/api/content/pages/", answer(pages | {"meta": {"pagination": {}}}))
+
+    listed = GhostApi("blog", server.url(""), "k", CLIENT, kinds=("post",)).listing()
+
+    assert [item.key for item in listed] == ["post:p1", "post:p2"]
+    assert {seen.path for seen in server.seen} == {"/ghost/api/content/posts/"}
+
+
 def test_ghost_whose_listing_has_no_pagination_fails_rather_than_stop_at_one_page(
     server: LocalServer,
 ) -> None:

@@ -1063,6 +1063,23 @@ def test_a_public_sanity_dataset_needs_no_api_token(tmp_path: Path) -> None:
     assert dict(source.content_types or {}) == {"post": "post"}
 
 
+def test_a_ghost_source_names_the_content_types_it_holds(tmp_path: Path) -> None:
+    source = webhook_source(
+        parse(cms("ghost", 'secret_env = "S"\ncontent_types = ["post"]'), tmp_path), "cms"
+    )
+    assert dict(source.content_types or {}) == {"post": "post"}
+
+
+def test_a_ghost_content_type_other_than_post_or_page_is_rejected_with_a_hint(
+    tmp_path: Path,
+) -> None:
+    message = error(cms("ghost", 'secret_env = "S"\ncontent_types = ["posts"]'), tmp_path)
+    assert message == (
+        'config.toml: sources.cms.content_types: is not a Ghost content type, got "posts" '
+        '(a Ghost site holds "post" and "page": content_types = ["post"])'
+    )
+
+
 def test_a_reconciled_strapi_source_needs_its_content_types(tmp_path: Path) -> None:
     body = 'bearer_token_env = "T"\napi_url = "https://strapi.example.com"\napi_token_env = "K"'
     message = error(cms("strapi", body), tmp_path)

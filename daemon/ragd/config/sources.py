@@ -154,8 +154,9 @@ _FORMATS: Final = {
          "fetch_headers_env"), _SECRET, "a webhook source needs secret_env or secret_file",
         "or insecure_no_signature = true with bearer_token_env, behind a trusted proxy"),
     "ghost": _Format(
-        (*_SECRET, *_API), _SECRET, "a Ghost source needs the webhook's secret (secret_env or "
-        "secret_file)", "Ghost sends no signature without one, and anyone could post",
+        (*_SECRET, "content_types", *_API), _SECRET, "a Ghost source needs the webhook's "
+        "secret (secret_env or secret_file)", "Ghost sends no signature without one, and "
+        "anyone could post",
         "the Content API key (Ghost admin: Integrations)"),
     "strapi": _Format(
         ("bearer_token_env", *_MAPPING, "locales", *_API), ("bearer_token_env",),
@@ -179,6 +180,8 @@ _FORMATS: Final = {
         "(secret_env or secret_file)", "Sanity sends no signature without one, and anyone "
         "could post", None, 'the document types: content_types = ["post", "page"]'),
 }  # fmt: skip
+# What a Ghost site holds; its webhooks and its Content API name them so (post.*, /posts/).
+_GHOST_TYPES: Final = ("post", "page")
 _EVERY_FORMAT: Final = ("type", "format", *fields_of(_FetchingSource))
 _INLINE: Final = 'never put a secret in the config: set secret_env = "VAR" or secret_file = "path"'
 assert set(_FORMATS) == set(get_args(WebhookFormatName))
@@ -250,6 +253,10 @@ def _check_webhook(source: WebhookSourceConfig, item: Mapping[str, object], wher
             raise fail(where("bearer_token_env"), required, hint=hint)
     elif not any(key in item for key in spec.needs):
         raise fail(where(spec.needs[0]), spec.problem, hint=spec.hint)
+    if source.format == "ghost" and source.content_types is not None:
+        for kind in [k for k in source.content_types if k not in _GHOST_TYPES]:
+            hint = 'a Ghost site holds "post" and "page": content_types = ["post"]'
+            raise fail(where("content_types"), "is not a Ghost content type", kind, hint=hint)
     if source.api_url is None:
         for key in [key for key in ("api_token_env", "reconcile_interval") if key in item]:
             raise fail(

@@ -21,7 +21,7 @@ from ragd.sources.cms.contentful import ContentfulApi, ContentfulFormat
 from ragd.sources.cms.directus import DirectusApi, DirectusFormat
 from ragd.sources.cms.fields import FieldMap
 from ragd.sources.cms.formats import EntryReader, WebhookFormat
-from ragd.sources.cms.ghost import GhostApi, GhostFormat
+from ragd.sources.cms.ghost import KINDS, GhostApi, GhostFormat
 from ragd.sources.cms.native import NativeFormat
 from ragd.sources.cms.sanity import SanityApi, SanityFormat
 from ragd.sources.cms.strapi import StrapiApi, StrapiFormat
@@ -149,7 +149,8 @@ def read_api(source: WebhookSourceConfig, env: Mapping[str, str]) -> _Api:
     types = tuple(source.content_types or ())
     if source.format == "ghost":
         assert token is not None  # the config requires it
-        return GhostApi(name, url, token, _client(source))  # Ghost's key is a query parameter
+        # Ghost's key is a query parameter.
+        return GhostApi(name, url, token, _client(source), kinds=types or KINDS)
     if source.format == "strapi":
         collections = source.content_types or {}
         return StrapiApi(name, url, _client(source, bearer), fields, collections, source.locales)
@@ -178,7 +179,8 @@ def _format(
     types = None if source.content_types is None else frozenset(source.content_types)
     if source.format == "ghost":
         assert key is not None  # the config requires it
-        return GhostFormat(key, api=api if isinstance(api, GhostApi) else None)
+        ghost = api if isinstance(api, GhostApi) else None
+        return GhostFormat(key, api=ghost, kinds=tuple(source.content_types or KINDS))
     if source.format == "strapi":
         assert token is not None
         strapi = api if isinstance(api, StrapiApi) else None

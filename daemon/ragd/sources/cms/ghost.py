@@ -3,16 +3,18 @@
 Ghost signs a delivery when its webhook has a secret (TryGhost/Ghost webhook-trigger.js):
 `X-Ghost-Signature: sha256=<hex HMAC-SHA256(secret, body + t)>, t=<ms>`; without a
 secret it sends no signature, so a Ghost source must have one. The body is
-`{"post"|"page": {"current": {...}, "previous": {...}}}` (serialize.js) and names no
-event: one Ghost webhook exists per event, so the event may travel in the URL
-(`?event=post.unpublished`). `*.deleted` and `*.unpublished` delete; otherwise a current
-post that is published and public is upserted from its `html`, and anything else (a
-draft, a members-only post, an empty `current`) deletes. Ghost deletes a webhook that
-answers 410: nothing here answers 410.
+`{"post"|"page": {"current": {...}, "previous": {...}}}` (serialize.js); Ghost 6 adds
+an `event` field, Ghost 5 names no event: one Ghost webhook exists per event, so the
+event may travel in the URL (`?event=post.unpublished`), which wins. `*.deleted` and
+`*.unpublished` delete; otherwise a current post that is published and public is
+upserted from its `html`, and anything else (a draft, a members-only post, an empty
+`current`) deletes. Ghost deletes a webhook that answers 410: nothing here answers 410.
 
 An entry is keyed `post:<id>` or `page:<id>`; its version is `updated_at`. The Content
 API (`/ghost/api/content/posts/?key=...`, 100 a page) lists only published posts, and
 the reconcile asks for the public ones (`filter=visibility:public`), those it indexes.
+A source holds posts, pages or both (`kinds`, from content_types): the reconcile lists
+only those, and deliveries about the other kind are ignored.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import hashlib
 import hmac
 import re
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ragd.errors import SourceError
@@ -80,17 +82,26 @@ class GhostApi:
 
     confirms_deletes = True
 
-    def __init__(self, name: str, site_url: str, key: str, client: HttpClient) -> None:
+    def __init__(
+        self,
+        name: str,
+        site_url: str,
+        key: str,
+        client: HttpClient,
+        *,
+        kinds: Sequence[str] = KINDS,
+    ) -> None:
         self.name = name
         self.base = site_url.rstrip("/") + "/ghost/api/content"
         self._key = key
         self.client = client
+        self.kinds = tuple(kinds)  # what the source holds: posts, pages, or both
 
     def listing(self) -> list[Listed]:
         """Every published post's and page's key and updated_at; SourceError on failure."""
         listed: list[Listed] = []
         try:
-            for kind in KINDS:
+            for kind in self.kinds:
                 page: int | None = 1
                 while page is not None and page <= MAX_PAGES:
                     answer = self._get(
@@ -148,11 +159,17 @@ class GhostFormat:
     name = "ghost"
 
     def __init__(
-        self, secret: bytes, *, api: GhostApi | None = None, tolerance: float = 300
+        self,
+        secret: bytes,
+        *,
+        api: GhostApi | None = None,
+        tolerance: float = 300,
+        kinds: Sequence[str] = KINDS,
     ) -> None:
         self._secret = secret
         self.api = api
         self.tolerance = tolerance
+        self.kinds = tuple(kinds)
 
     @property
     def fetches_thin_entries(self) -> bool:
@@ -184,6 +201,8 @@ class GhostFormat:
                 return Parsed.ignore("not a post or a page")
             raise WebhookRejected(400, "the body must hold one of 'post' or 'page'")
         kind = kinds[0]
+        if kind not in self.kinds:
+            return Parsed.ignore(f"a {kind} is not in the source's content_types")
         wrapper = payload[kind]
         if not isinstance(wrapper, dict):
             raise WebhookRejected(400, f"{kind} must be an object" + got(wrapper))
