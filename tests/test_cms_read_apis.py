@@ -72,6 +72,17 @@ def test_a_ghost_source_holding_posts_only_lists_no_pages(server: LocalServer) -
     assert {seen.path for seen in server.seen} == {"/ghost/api/content/posts/"}
 
 
+def test_a_page_indexed_before_a_ghost_source_held_posts_only_is_read_as_gone(
+    server: LocalServer,
+) -> None:
+    page = {"id": "about", "title": "About", "html": "<p>About us.</p>", "url": "https://b/"}
+    server.route("/ghost/api/content/pages/about/", answer({"pages": [page]}))
+
+    posts_only = GhostApi("blog", server.url(""), "k", CLIENT, kinds=("post",))
+
+    assert posts_only.fetch_entry("page:about") is None
+
+
 def test_ghost_whose_listing_has_no_pagination_fails_rather_than_stop_at_one_page(
     server: LocalServer,
 ) -> None:

@@ -1119,6 +1119,30 @@ def poll_source(config: Config, name: str) -> PollSourceConfig:
     return source
 
 
+def test_a_wordpress_source_names_the_content_types_it_holds(tmp_path: Path) -> None:
+    text = polled("wordpress", "https://blog.example.com", 'content_types = ["post"]')
+    source = poll_source(parse(text, tmp_path), "site")
+    assert dict(source.content_types or {}) == {"post": "post"}
+
+
+def test_a_wordpress_content_type_other_than_post_or_page_is_rejected_with_a_hint(
+    tmp_path: Path,
+) -> None:
+    text = polled("wordpress", "https://blog.example.com", 'content_types = ["article"]')
+    assert error(text, tmp_path) == (
+        'config.toml: sources.site.content_types: is not a WordPress content type, got "article" '
+        '(a WordPress site holds "post" and "page": content_types = ["post"])'
+    )
+
+
+def test_content_types_do_not_apply_to_a_sitemap_source(tmp_path: Path) -> None:
+    text = polled("sitemap", "https://docs.example.com/sitemap.xml", 'content_types = ["post"]')
+    assert error(text, tmp_path) == (
+        "config.toml: sources.site.content_types: 'content_types' applies to "
+        'type = "wordpress" only, not "sitemap"'
+    )
+
+
 def test_a_sitemap_source_takes_defaults(tmp_path: Path) -> None:
     url = "https://docs.example.com/sitemap.xml"
     source = poll_source(parse(polled("sitemap", url), tmp_path), "site")

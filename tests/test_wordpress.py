@@ -121,6 +121,27 @@ def test_the_listing_sweeps_every_post_and_page_across_pages(
     assert listed[250] == Listed("page:7", version("2025-04-01T09:00:00"), "")
 
 
+def test_a_site_holding_posts_only_lists_no_pages(wp: FakeWordPress, server: LocalServer) -> None:
+    wp.add("posts", 1, "2025-05-01T10:00:00")
+    wp.add("pages", 7, "2025-04-01T09:00:00")
+    client = HttpClient(Limits(timeout=2))
+
+    listed = WordPressSource("blog", server.url("/blog/"), client, kinds=("post",)).listing()
+
+    assert [item.key for item in listed] == ["post:1"]
+    assert not [seen for seen in server.seen if "/pages" in seen.path]
+
+
+def test_a_page_indexed_before_a_source_held_posts_only_is_read_as_gone(
+    wp: FakeWordPress, server: LocalServer
+) -> None:
+    wp.add("pages", 7, "2025-04-01T09:00:00", "About", "<p>About us.</p>")
+    client = HttpClient(Limits(timeout=2))
+    posts_only = WordPressSource("blog", server.url("/blog/"), client, kinds=("post",))
+
+    assert posts_only.fetch(Listed("page:7", None, "")) is None
+
+
 def test_the_listing_asks_for_ids_and_dates_only_100_at_a_time(
     wp: FakeWordPress, server: LocalServer
 ) -> None:

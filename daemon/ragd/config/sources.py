@@ -82,7 +82,8 @@ class FolderSourceConfig(_Source):
 @dataclass(frozen=True, kw_only=True)
 class PollSourceConfig(_FetchingSource):
     """type = "sitemap" (`url` is the sitemap.xml) or "wordpress" (`url` is the site):
-    pages fetched every `poll_interval`, the changed ones only."""
+    pages fetched every `poll_interval`, the changed ones only. A WordPress site's
+    `content_types` are "post" and/or "page" (default both)."""
 
     type: Literal["sitemap", "wordpress"]
     url: Annotated[
@@ -90,6 +91,7 @@ class PollSourceConfig(_FetchingSource):
         Meta(examples=["https://docs.example.com/sitemap.xml", "https://blog.example.com"]),
     ]  # fmt: skip
     poll_interval: Interval = timedelta(hours=1)
+    content_types: v.ContentTypes = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -180,8 +182,8 @@ _FORMATS: Final = {
         "(secret_env or secret_file)", "Sanity sends no signature without one, and anyone "
         "could post", None, 'the document types: content_types = ["post", "page"]'),
 }  # fmt: skip
-# What a Ghost site holds; its webhooks and its Content API name them so (post.*, /posts/).
-_GHOST_TYPES: Final = ("post", "page")
+# What a Ghost or WordPress site holds, as their APIs name them (post.*, /posts/).
+_POST_TYPES: Final = ("post", "page")
 _EVERY_FORMAT: Final = ("type", "format", *fields_of(_FetchingSource))
 _INLINE: Final = 'never put a secret in the config: set secret_env = "VAR" or secret_file = "path"'
 assert set(_FORMATS) == set(get_args(WebhookFormatName))
@@ -235,6 +237,11 @@ def parse_sources(
         source = read_table(_CLASSES[kind], {"max_age": default_max_age} | item, where, base_dir)
         if isinstance(source, WebhookSourceConfig):
             _check_webhook(source, item, where)
+        if isinstance(source, PollSourceConfig) and source.content_types is not None:
+            if source.type == "sitemap":
+                problem = '\'content_types\' applies to type = "wordpress" only, not "sitemap"'
+                raise fail(where("content_types"), problem)
+            _check_post_types(source.content_types, "WordPress", where)
         result.append(source)
     return tuple(result)
 
@@ -254,9 +261,7 @@ def _check_webhook(source: WebhookSourceConfig, item: Mapping[str, object], wher
     elif not any(key in item for key in spec.needs):
         raise fail(where(spec.needs[0]), spec.problem, hint=spec.hint)
     if source.format == "ghost" and source.content_types is not None:
-        for kind in [k for k in source.content_types if k not in _GHOST_TYPES]:
-            hint = 'a Ghost site holds "post" and "page": content_types = ["post"]'
-            raise fail(where("content_types"), "is not a Ghost content type", kind, hint=hint)
+        _check_post_types(source.content_types, "Ghost", where)
     if source.api_url is None:
         for key in [key for key in ("api_token_env", "reconcile_interval") if key in item]:
             raise fail(
@@ -267,3 +272,9 @@ def _check_webhook(source: WebhookSourceConfig, item: Mapping[str, object], wher
     elif spec.types and source.content_types is None:
         problem = "is required with api_url: the reconcile lists these types"
         raise fail(where("content_types"), problem, hint=spec.types)
+
+
+def _check_post_types(types: Mapping[str, str], cms: str, where: Where) -> None:
+    for kind in [k for k in types if k not in _POST_TYPES]:
+        hint = f'a {cms} site holds "post" and "page": content_types = ["post"]'
+        raise fail(where("content_types"), f"is not a {cms} content type", kind, hint=hint)

@@ -109,7 +109,7 @@ def _polled(source: PollSourceConfig) -> RemoteSource:
     client = _client(source)
     if source.type == "sitemap":
         return SitemapSource(source.name, source.url, client)
-    return WordPressSource(source.name, source.url, client)
+    return WordPressSource(source.name, source.url, client, kinds=tuple(source.content_types or ()))
 
 
 def _env(
