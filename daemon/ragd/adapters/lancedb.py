@@ -67,6 +67,11 @@ _LANCE_ERRORS = (OSError, RuntimeError, ValueError)
 # through appends, upserts, deletes and compaction on these lancedb versions (inclusive);
 # on any other, searches read the chunk_id column instead.
 ROW_IDS_TESTED = ((0, 38), (0, 40))
+# A cleanup (`optimize`) deletes the files of versions older than its cut-off while other
+# handles read: a handle on such a version, or a listing of versions that meets a manifest
+# deleted after it was listed, fails with Lance's "Not found" naming the file. The read is
+# tried again, on the latest version, at most this many times in all (docs/soak.md).
+READ_ATTEMPTS = 3
 
 
 class _Runtime:
@@ -137,6 +142,11 @@ def lance_errors(action: str, directory: VectorLocation) -> Iterator[None]:
         raise StoreError(
             f"cannot {action} the LanceDB store at {directory}: {exc}", hint=hint
         ) from exc
+
+
+def removed_by_cleanup(exc: BaseException) -> bool:
+    """Whether a LanceDB failure is a read meeting a file that a cleanup deleted."""
+    return isinstance(exc, _LANCE_ERRORS) and "Not found" in str(exc)
 
 
 def sql_string(value: str) -> str:
@@ -284,7 +294,8 @@ def open_vector_table(
         if table is None:
             return None
         schema = lance.run(table.schema())
-    return VectorTable(lance, table, directory, table_dim(schema, table_name, directory))
+    dim = table_dim(schema, table_name, directory)
+    return VectorTable(lance, table, directory, dim, follows_latest=version is None)
 
 
 def table_dim(schema: pa.Schema, table_name: str, directory: VectorLocation) -> int:
@@ -303,17 +314,47 @@ class VectorTable:
     """An open chunk table: its writes, reads and housekeeping, each one LanceDB call."""
 
     def __init__(
-        self, lance: _Runtime, table: AsyncTable, directory: VectorLocation, dim: int
+        self,
+        lance: _Runtime,
+        table: AsyncTable,
+        directory: VectorLocation,
+        dim: int,
+        *,
+        follows_latest: bool = True,
     ) -> None:
         self._lance = lance
         self._lance_table = table
         self._directory = directory
         self.dim = dim
+        # False for a handle checked out at a version: it stays there, even when it is gone.
+        self._follows_latest = follows_latest
         self._ids: ChunkIdsByRow | None = None  # held by long-lived readers only
 
     def _run(self, action: str, coroutine: Coroutine[Any, Any, T]) -> T:
         with lance_errors(action, self._directory):
             return self._lance.run(coroutine)
+
+    def _read(
+        self, action: str, read: Callable[[], Coroutine[Any, Any, T]], *, of_version: bool = True
+    ) -> T:
+        """`read()`, run again if a cleanup deleted a file it needed (`READ_ATTEMPTS`).
+
+        A read `of_version` (the rows of the version the handle reads) is run again on the
+        latest version, which a cleanup never deletes, unless the handle is checked out at
+        a version; a listing of versions is simply run again, and then sees the cleanup's
+        outcome.
+        """
+        again = not of_version or self._follows_latest
+        with lance_errors(action, self._directory):
+            for _ in range(READ_ATTEMPTS - 1):
+                try:
+                    return self._lance.run(read())
+                except _LANCE_ERRORS as exc:
+                    if not (again and removed_by_cleanup(exc)):
+                        raise
+                if of_version:
+                    self._lance.run(self._lance_table.checkout_latest())  # type: ignore[no-untyped-call]
+            return self._lance.run(read())
 
     # -- writes ----------------------------------------------------------------------------
 
@@ -351,12 +392,12 @@ class VectorTable:
 
     def column(self, name: str) -> Iterator[Any]:
         """Every row's value of one column, in no set order."""
-        found = self._run("read", self._lance_table.query().select([name]).to_arrow())
+        found = self._read("read", lambda: self._lance_table.query().select([name]).to_arrow())
         return column_values(found, name)
 
     def count(self) -> int:
         """The number of rows."""
-        return int(self._run("read", self._lance_table.count_rows()))
+        return int(self._read("read", self._lance_table.count_rows))
 
     def start_nearest(
         self, query: npt.NDArray[np.float32], limit: int, doc_pattern: str | None = None
@@ -370,29 +411,43 @@ class VectorTable:
         because the default is L2. The filter applies before the nearest are chosen.
         """
         by_row_id = self._ids is not None
-        with lance_errors("search", self._directory):
-            search = self._lance_table.query().nearest_to(query).distance_type("cosine")
-            search = search.limit(limit)
+
+        def search() -> Coroutine[Any, Any, pa.Table]:
+            nearest = self._lance_table.query().nearest_to(query).distance_type("cosine")
+            nearest = nearest.limit(limit)
             if doc_pattern is not None:
-                search = search.where(doc_filter(doc_pattern))
+                nearest = nearest.where(doc_filter(doc_pattern))
             if by_row_id:
-                search = search.select(["_distance"]).with_row_id()
-            else:
-                search = search.select(["chunk_id", "_distance"])
-            future = self._lance.submit(search.to_arrow())
+                return nearest.select(["_distance"]).with_row_id().to_arrow()
+            return nearest.select(["chunk_id", "_distance"]).to_arrow()
+
+        with lance_errors("search", self._directory):
+            future = self._lance.submit(search())
 
         def result() -> list[tuple[str, float]]:
-            with lance_errors("search", self._directory):
-                try:
-                    found = future.result()
-                except BaseException:
-                    future.cancel()
+            try:
+                with lance_errors("search", self._directory):
+                    try:
+                        found = future.result()
+                    except BaseException:
+                        future.cancel()
+                        raise
+            except StoreError as exc:
+                if not (self._follows_latest and removed_by_cleanup(exc.__cause__ or exc)):
                     raise
-            distances = found["_distance"].to_pylist()
+                # Begun on a version a cleanup then deleted: searched again, on the latest.
+                self._run("refresh", self._lance_table.checkout_latest())  # type: ignore[no-untyped-call]
+                found = self._read("search", search)
             if by_row_id:
                 ids = self._chunk_ids_of(found["_rowid"].to_numpy())
+                if None in ids:
+                    # Reading the ids met a cleanup and moved the handle to the latest
+                    # version, where compaction gave the rows found new row ids.
+                    found = self._read("search", search)
+                    ids = self._chunk_ids_of(found["_rowid"].to_numpy())
             else:
                 ids = found["chunk_id"].to_pylist()
+            distances = found["_distance"].to_pylist()
             return [
                 (str(chunk_id), 1.0 - float(distance))
                 for chunk_id, distance in zip(ids, distances, strict=True)
@@ -414,10 +469,13 @@ class VectorTable:
         return True
 
     def _row_id_scan(self, above: int | None) -> pa.Table:
-        scan = self._lance_table.query().with_row_id().select(["chunk_id"])
-        if above is not None:
-            scan = scan.where(f"_rowid > {int(above)}")  # pruned by row id: a commit's rows
-        return self._run("read", scan.to_arrow())
+        def scan() -> Coroutine[Any, Any, pa.Table]:
+            rows = self._lance_table.query().with_row_id().select(["chunk_id"])
+            if above is not None:
+                rows = rows.where(f"_rowid > {int(above)}")  # pruned by row id: a commit's rows
+            return rows.to_arrow()
+
+        return self._read("read", scan)
 
     def _chunk_ids_of(self, rows: RowIdArray) -> list[str | None]:
         assert self._ids is not None
@@ -457,7 +515,7 @@ class VectorTable:
         """How long ago each kept version was committed, by version number."""
         from datetime import datetime
 
-        listed = self._run("read", self._lance_table.list_versions())  # type: ignore[no-untyped-call]
+        listed = self._read("read", self._lance_table.list_versions, of_version=False)
         ages: dict[int, timedelta] = {}
         for entry in listed:
             made: datetime = entry["timestamp"]
@@ -468,11 +526,11 @@ class VectorTable:
 
     def version_count(self) -> int:
         """How many table versions are kept on disk (each commit adds one until cleanup)."""
-        return len(self._run("read", self._lance_table.list_versions()))  # type: ignore[no-untyped-call]
+        return len(self._read("read", self._lance_table.list_versions, of_version=False))
 
     def has_index(self, column: str) -> bool:
         """Whether `column` has an index."""
-        indices = self._run("read", self._lance_table.list_indices())
+        indices = self._read("read", self._lance_table.list_indices)
         return any(index.columns == [column] for index in indices)
 
     def create_index(self, column: str, index: IvfSqIndex) -> None:
@@ -498,7 +556,7 @@ class VectorTable:
 
     def small_fragments(self) -> int:
         """How many data files are below LanceDB's target size (each commit adds one)."""
-        stats: Any = self._run("read", self._lance_table.stats())
+        stats: Any = self._read("read", self._lance_table.stats)
         fragments = stats["fragment_stats"] if isinstance(stats, dict) else stats.fragment_stats
         small = (
             fragments["num_small_fragments"]
@@ -510,7 +568,7 @@ class VectorTable:
     def unindexed_rows(self, column: str) -> int:
         """Rows the index on `column` does not cover (written or rewritten since it was
         built or last updated); 0 when the column has no index."""
-        for index in self._run("read", self._lance_table.list_indices()):
+        for index in self._read("read", self._lance_table.list_indices):
             if index.columns == [column]:
                 stats = self._run("read", self._lance_table.index_stats(index.name))
                 return 0 if stats is None else int(stats.num_unindexed_rows)

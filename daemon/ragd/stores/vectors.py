@@ -403,8 +403,9 @@ class VectorStore:
         """Compact files, build or update the vector index, drop versions older than
         `cleanup_older_than`.
 
-        Keep the age at minutes while readers run: a reader still on a removed version can
-        fail.
+        A reader that follows the latest version reads again when a cleanup deletes a file
+        it was reading (`ragd.adapters.lancedb.READ_ATTEMPTS`); one pinned to a version
+        (a replica's) cannot, so keep the age at minutes while such readers run.
         """
         self._writer_table().optimize(self._cleanup_age(cleanup_older_than))
         # After compacting: an index built over the one compacted file searches faster than
