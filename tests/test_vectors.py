@@ -435,6 +435,56 @@ def test_a_table_of_few_files_needs_no_compaction(
     assert not store.needs_compaction()
 
 
+def _compacted_a_second_ago(store: VectorStore, rng: np.random.Generator) -> None:
+    """Several commits, then a compaction whose cleanup keeps ten minutes of versions."""
+    for n in range(4):
+        store.replace_documents([f"docs:{n}.md"], make_rows(f"docs:{n}.md", 2, rng))
+    store.optimize(cleanup_older_than=timedelta(minutes=10))
+    time.sleep(1.1)  # older than STOP_CLEANUP_AGE
+
+
+def test_a_stop_drops_the_versions_a_compaction_left_to_its_readers(
+    tmp_path: Path, store: VectorStore, rng: np.random.Generator
+) -> None:
+    _compacted_a_second_ago(store, rng)
+    written = store.chunk_ids()
+    assert store.version_count() > 1
+
+    assert store.drop_superseded_versions()
+
+    assert store.version_count() == 1
+    assert store.chunk_ids() == written
+    assert VectorStore.open_readonly(tmp_path / "lancedb").chunk_ids() == written
+
+
+def test_a_stop_keeps_the_version_replicas_read(
+    tmp_path: Path, store: VectorStore, rng: np.random.Generator
+) -> None:
+    store.replace_documents(["docs:a.md"], make_rows("docs:a.md", 3, rng), new=["docs:a.md"])
+    published = store.version()
+    assert published is not None
+    store.oldest_published = published
+    _compacted_a_second_ago(store, rng)
+
+    store.drop_superseded_versions()
+
+    replica = VectorStore.open_readonly(tmp_path / "lancedb", version=published)
+    assert replica.chunk_ids() == ids(make_rows("docs:a.md", 3, rng))
+
+
+def test_a_stop_does_not_compact_a_table_of_many_files(
+    store: VectorStore, rng: np.random.Generator
+) -> None:
+    for n in range(3):
+        store.replace_documents([f"docs:{n}.md"], make_rows(f"docs:{n}.md", 2, rng))
+    versions = store.version_count()
+
+    assert not store.drop_superseded_versions()
+
+    assert store.small_fragments() == 3
+    assert store.version_count() == versions
+
+
 @pytest.mark.filterwarnings("ignore:optimize\\(cleanup_older_than=0\\):UserWarning")
 def test_a_cleanup_keeps_the_oldest_published_version_and_every_newer_one(
     tmp_path: Path, store: VectorStore, rng: np.random.Generator

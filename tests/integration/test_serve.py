@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from ragd.stores.manifest_reader import ManifestReader
+from ragd.stores.vectors import VectorStore
 from tests.integration.daemon import NotifySocket, Served, small_root, wait_until
 
 
@@ -288,6 +289,45 @@ def test_scheduled_compaction_prunes_vectors_that_watch_events_left_behind(
         wait_until(lambda: pruned() >= 4, 20)  # versions 0-3, over however many compactions
     finally:
         daemon.stop()
+
+
+def test_a_stop_leaves_one_lancedb_version_after_a_compaction(tmp_path: Path) -> None:
+    root = small_root(tmp_path / "docs", files=5)
+    # A compaction every 4 s whose cleanup keeps ten minutes of versions for readers.
+    schedule = '[schedule]\ncompact_interval = "4s"\ncleanup_older_than = "10m"\n'
+    daemon = Served(tmp_path, root, schedule=schedule)
+    daemon.start().wait_ready()
+    try:
+        daemon.wait_scanned()
+        for n in range(5):
+            (root / f"page-{n}.md").write_text(f"# Page {n}\n\nAbout narwhal {n}.\n")
+        wait_until(lambda: len(daemon.paths_for("narwhal")) == 5, 15)
+        daemon.wait_idle()
+        written = len(daemon.events("document_indexed"))
+        compactions = len(daemon.events("compacted"))
+        wait_until(lambda: len(daemon.events("compacted")) > compactions, 15)
+        assert len(daemon.events("document_indexed")) == written  # compacted after the edits
+        time.sleep(1.2)  # the compaction's versions are older than a stop keeps
+        versions = VectorStore.open_readonly(tmp_path / "data" / "lancedb").version_count()
+        assert versions > 1
+
+        daemon.signal(signal.SIGTERM)
+        assert daemon.wait_exit(30) == 0
+    finally:
+        daemon.stop()
+
+    assert daemon.events("versions_dropped", tables=["chunks"])
+    left = VectorStore.open_readonly(tmp_path / "data" / "lancedb")
+    assert left.version_count() == 1
+    assert len(left.chunk_ids()) == written_chunks(tmp_path / "data" / "state.db")
+
+
+def written_chunks(manifest_path: Path) -> int:
+    manifest = ManifestReader.open(manifest_path)
+    try:
+        return manifest.chunk_count()
+    finally:
+        manifest.close()
 
 
 def test_a_busy_port_stops_serve_before_it_indexes_anything(tmp_path: Path) -> None:

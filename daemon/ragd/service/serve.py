@@ -21,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 from types import TracebackType
 
 from ragd.config.sources import source_kinds
+from ragd.errors import one_line
 from ragd.indexing.indexer import Indexer
 from ragd.indexing.passes import compact_vectors
 from ragd.service.access import serving_tokens
@@ -232,8 +233,25 @@ class Daemon:
         if self.filler is not None:
             self.filler.wake.set()
         self.writer.join(max(0.1, deadline - time.monotonic()))
+        if not self.writer.is_alive():
+            self._drop_superseded_versions()
         self.http.join(max(0.1, deadline - time.monotonic()))
         log.info("stopped", writer_finished=not self.writer.is_alive())
+
+    def _drop_superseded_versions(self) -> None:
+        """The writer has finished: the LanceDB versions kept for this process's readers
+        go (ragd.stores.vectors.VectorStore.drop_superseded_versions). A failure costs
+        disk until the next compaction, not the stop."""
+        started = time.monotonic()
+        tables = [self.stores.vectors(self.runtime.embedder.dim), self.stores.second_vectors()]
+        try:
+            dropped = [t.name for t in tables if t is not None and t.drop_superseded_versions()]
+        except Exception as exc:
+            log.warning("versions_not_dropped", error=one_line(exc))
+            return
+        if dropped:
+            seconds = round(time.monotonic() - started, 3)
+            log.info("versions_dropped", tables=dropped, seconds=seconds)
 
     # -- what the writer calls (WriterHost) -----------------------------------------------
 

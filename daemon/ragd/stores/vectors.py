@@ -66,6 +66,9 @@ INDEX_REGROWTH = 2
 BUILT_FOR = "ragd.index_rows"
 # How much older than the oldest published version a cleanup's cut-off stays.
 PUBLISHED_MARGIN = timedelta(minutes=1)
+# The versions a clean stop keeps (besides the latest and the published ones): LanceDB
+# warns that an age of 0 fails readers of older versions; the daemon's are gone by then.
+STOP_CLEANUP_AGE = timedelta(seconds=1)
 FIRST_STAGE = TABLE
 SECOND_STAGE_PREFIX = "second_stage_"
 
@@ -411,6 +414,25 @@ class VectorStore:
         # After compacting: an index built over the one compacted file searches faster than
         # one built over hundreds of small files and then compacted.
         self.ensure_vector_index()
+
+    def drop_superseded_versions(self) -> bool:
+        """On a clean stop: drop every version but the latest and those replicas read,
+        when that costs no compaction (the table is one data file, or one beside big
+        ones); returns whether it did.
+
+        A compaction commits twice (LanceDB reserves the new file's id in a version of
+        its own), and that first version, young when the compaction's cleanup runs,
+        keeps every file the compaction replaced until the next cleanup. Versions are
+        kept for the daemon's own readers, which are gone once it stops; a read still in
+        flight, or one in another process, follows the latest version and reads again on
+        a deleted file.
+        """
+        if self._rows is None or self.small_fragments() > 1 or self.needs_compaction():
+            return False
+        if self._writer_table().version_count() <= 1:
+            return False
+        self._writer_table().optimize(self._cleanup_age(STOP_CLEANUP_AGE))
+        return True
 
     def _cleanup_age(self, cleanup_older_than: timedelta) -> timedelta:
         """`cleanup_older_than`, or longer so that the oldest published version survives:
