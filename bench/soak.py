@@ -3,7 +3,7 @@
 Usage:
     python bench/soak.py [--minutes 10] [--files-per-tick 20] [--webhook-upserts 2]
                          [--qps 4] [--compact-interval 90s] [--cleanup-older-than 60s]
-                         [--json] [--save FILE] [--keep]
+                         [--second-stage] [--replica] [--json] [--save FILE] [--keep]
 
 Copies the fastapi-docs corpus into a temporary root and starts the real daemon on it with
 the local model, offline, with the scheduled compaction shortened so that it runs several
@@ -22,6 +22,10 @@ last write's LanceDB versions are old enough to be cleaned up, records disk use,
 daemon with SIGTERM (it must exit 0), indexes the same final folder from scratch with
 `ragd index` into another data_dir, and compares the two: disk use (issue #7's target is
 at most 1.5x the rebuild), chunk id sets, and `ragd status` agreement.
+
+With --second-stage the second-stage model is on; with --replica the index lives on a
+local S3 server (SeaweedFS) and a `ragd serve --reader` beside the writer gets the same
+queries (docs/soak.md).
 
 It prints figures and asserts nothing about timings: it is a benchmark, not a test.
 """
@@ -59,9 +63,17 @@ sys.path.insert(0, str(REPO))
 
 import ragd  # noqa: E402
 from ragd.config import parse_duration  # noqa: E402
-from tests.conftest import FASTAPI_DOCS, GOLD, MODEL_DIR, write_config  # noqa: E402
+from tests.conftest import (  # noqa: E402
+    FASTAPI_DOCS,
+    GOLD,
+    MODEL_DIR,
+    RERANK_MODEL_DIR,
+    storage_section,
+    write_config,
+)
 from tests.integration.daemon import Served  # noqa: E402
 from tests.integration.test_webhooks import SECRET_TEXT, signed  # noqa: E402
+from tests.s3_server import running_s3_server  # noqa: E402
 
 MIB = 1024 * 1024
 # The paragraph a section edit adds starts with this, so the next edit of that section
@@ -189,20 +201,40 @@ def take_sample(daemon: Served, data_dir: Path, started: float) -> Sample:
 
 
 class Sampler(threading.Thread):
-    """Takes a Sample every `interval` seconds until stopped."""
+    """Takes a Sample every `interval` seconds until stopped, and asks a reader replica
+    (if any) for its status at the same time."""
 
-    def __init__(self, daemon: Served, data_dir: Path, started: float, interval: float) -> None:
+    def __init__(
+        self,
+        daemon: Served,
+        data_dir: Path,
+        started: float,
+        interval: float,
+        reader: Served | None = None,
+    ) -> None:
         super().__init__(name="soak-sampler", daemon=True)
         self.daemon_ = daemon
         self.data_dir = data_dir
         self.started = started
         self.interval = interval
+        self.reader = reader
         self.samples: list[Sample] = []
+        self.reader_calls = 0
+        self.reader_errors: list[str] = []
         self.stop = threading.Event()
 
     def run(self) -> None:
         while not self.stop.wait(self.interval):
             self.samples.append(take_sample(self.daemon_, self.data_dir, self.started))
+            if self.reader is not None:
+                self._ask_reader(self.reader)
+
+    def _ask_reader(self, reader: Served) -> None:
+        self.reader_calls += 1
+        try:
+            reader.status()
+        except (OSError, ValueError) as exc:
+            self.reader_errors.append(f"t={time.monotonic() - self.started:.0f} s: {exc}")
 
 
 class QueryLoad(threading.Thread):
@@ -494,8 +526,11 @@ def git_commit() -> str:
     return done.stdout.decode().strip() or "not a git checkout"
 
 
-def start_daemon(args: argparse.Namespace, work: Path) -> tuple[Served, Path, str]:
-    """Copy the corpus and start `ragd serve` on it; (daemon, source root, webhook source)."""
+def start_daemon(
+    args: argparse.Namespace, work: Path, storage: str
+) -> tuple[Served, Served | None, Path, str]:
+    """Copy the corpus and start `ragd serve` on it, and with --replica a `ragd serve
+    --reader` beside it; (daemon, reader or None, source root, webhook source)."""
     root = work / "fastapi-docs"
     shutil.copytree(FASTAPI_DOCS, root)
     for path in root.rglob("*"):  # the shared copy is read-only; ours must be writable
@@ -511,15 +546,22 @@ def start_daemon(args: argparse.Namespace, work: Path) -> tuple[Served, Path, st
         f'cleanup_older_than = "{args.cleanup_older_than}"\n'
         f'rescan_interval = "{args.rescan_interval}"\n'
     )
+    rerank = RERANK_MODEL_DIR if args.second_stage else None
     daemon = Served(
         work / "live",
         root,
         schedule=schedule,
         env={"RAGD_TEST_WEBHOOK_SECRET": SECRET_TEXT},
         extra_sources=webhook_source,
+        rerank=rerank,
+        sections=storage,
     )
     daemon.start().wait_ready(timeout=120)
-    return daemon, root, webhook_source
+    reader = None
+    if args.replica:
+        reader = Served(work / "reader", root, rerank=rerank, sections=storage, reader=True)
+        reader.start().wait_ready(timeout=120)
+    return daemon, reader, root, webhook_source
 
 
 @dataclass
@@ -538,9 +580,14 @@ class Live:
     compacted_at: float
     peak_rss_kib: int
     exit_code: int
+    reader_load: QueryLoad | None  # the replica's queries (--replica)
+    reader_status_calls: int
+    reader_status_errors: list[str]
 
 
-def run_live(args: argparse.Namespace, daemon: Served, editor: Editor, cms: Cms) -> Live:
+def run_live(
+    args: argparse.Namespace, daemon: Served, reader: Served | None, editor: Editor, cms: Cms
+) -> Live:
     """Drive edits and queries for --minutes, settle, wait for compaction, SIGTERM."""
     data_dir = daemon.workdir / "data"
     queries = [json.loads(line)["query"] for line in GOLD.read_text().splitlines() if line]
@@ -548,11 +595,15 @@ def run_live(args: argparse.Namespace, daemon: Served, editor: Editor, cms: Cms)
     baseline = daemon.wait_scanned(timeout=600)["daemon"]["writer"]
     initial_scan_seconds = time.monotonic() - ready
     started, started_wall = time.monotonic(), time.time()
-    sampler = Sampler(daemon, data_dir, started, args.sample_seconds)
+    sampler = Sampler(daemon, data_dir, started, args.sample_seconds, reader)
     sampler.samples.append(take_sample(daemon, data_dir, started))
     load = QueryLoad(daemon.port, queries, args.qps)
+    # The replica is asked the same questions at the same rate, through the whole run.
+    reader_load = QueryLoad(reader.port, queries, args.qps) if reader is not None else None
     sampler.start()
     load.start()
+    if reader_load is not None:
+        reader_load.start()
     deadline = started + args.minutes * 60
     ticks = 0
     while time.monotonic() < deadline:
@@ -581,6 +632,9 @@ def run_live(args: argparse.Namespace, daemon: Served, editor: Editor, cms: Cms)
     final = take_sample(daemon, data_dir, started)
     sampler.stop.set()
     sampler.join()
+    if reader_load is not None:
+        reader_load.stop.set()
+        reader_load.join()
     _, peak_rss_kib = rss_kib(daemon.process.pid if daemon.process else 0)
     daemon.signal(signal.SIGTERM)
     exit_code = daemon.wait_exit(60)
@@ -597,6 +651,9 @@ def run_live(args: argparse.Namespace, daemon: Served, editor: Editor, cms: Cms)
         compacted_at=compacted_at,
         peak_rss_kib=peak_rss_kib,
         exit_code=exit_code,
+        reader_load=reader_load,
+        reader_status_calls=sampler.reader_calls,
+        reader_status_errors=sampler.reader_errors,
     )
 
 
@@ -619,14 +676,22 @@ class Comparison:
     rebuilt_manifest: dict[str, int]
 
 
-def compare_with_rebuild(daemon: Served, root: Path, webhook_source: str) -> Comparison:
+def compare_with_rebuild(
+    args: argparse.Namespace, daemon: Served, root: Path, webhook_source: str, rebuild_storage: str
+) -> Comparison:
     """Measure the stopped daemon's data_dir, rebuild from scratch beside it, compare."""
     data_dir = daemon.workdir / "data"
     stopped_disk = disk_use(data_dir)  # the WAL is checkpointed and truncated on exit
     live_status_rc, live_status, _ = run_ragd(daemon.config, "status")
     rebuild_dir = daemon.workdir.parent / "rebuild"
     rebuild_dir.mkdir()
-    rebuild_config = write_config(rebuild_dir, root, extra=webhook_source)
+    rebuild_config = write_config(
+        rebuild_dir,
+        root,
+        extra=webhook_source,
+        rerank=RERANK_MODEL_DIR if args.second_stage else None,
+        sections=rebuild_storage,
+    )
     index_rc, index_report, index_seconds = run_ragd(rebuild_config, "index")
     rebuilt_status_rc, rebuilt_status, _ = run_ragd(rebuild_config, "status")
     live_ids, live_manifest = manifest_facts(data_dir)
@@ -649,21 +714,41 @@ def compare_with_rebuild(daemon: Served, root: Path, webhook_source: str) -> Com
 
 
 def soak(args: argparse.Namespace, work: Path) -> dict[str, Any]:
-    """Run the whole soak in `work` and return the figures."""
-    daemon, root, webhook_source = start_daemon(args, work)
+    """Run the whole soak in `work` and return the figures; with --replica, on a real S3
+    server (a replica reads what the writer publishes there)."""
+    if not args.replica:
+        return soak_with(args, work, storage="", rebuild_storage="")
+    with running_s3_server(work / "s3") as s3:
+        os.environ.update(s3.env)  # the daemons' and the CLI's processes inherit them
+        bucket = s3.create_bucket("ragd-soak")
+        return soak_with(
+            args,
+            work,
+            storage=storage_section(f"{bucket}/live", "1s"),
+            rebuild_storage=storage_section(f"{bucket}/rebuild", "1s"),
+        )
+
+
+def soak_with(
+    args: argparse.Namespace, work: Path, storage: str, rebuild_storage: str
+) -> dict[str, Any]:
+    daemon, reader, root, webhook_source = start_daemon(args, work, storage)
     editor = Editor(root, args.seed)
     cms = Cms(daemon, editor)
     try:
-        live = run_live(args, daemon, editor, cms)
+        live = run_live(args, daemon, reader, editor, cms)
     finally:
         daemon.stop()  # a no-op when it exited; SIGKILL after 15 s if it hangs
+        if reader is not None:
+            reader.stop()
     return figures(
         args,
         live,
-        compare_with_rebuild(daemon, root, webhook_source),
+        compare_with_rebuild(args, daemon, root, webhook_source, rebuild_storage),
         editor,
         cms,
         read_log(daemon.log_path),
+        read_log(reader.log_path) if reader is not None else None,
     )
 
 
@@ -674,6 +759,7 @@ def figures(
     editor: Editor,
     cms: Cms,
     log: LogSummary,
+    reader_log: LogSummary | None,
 ) -> dict[str, Any]:
     """Everything the run measured, as one JSON-able dict."""
     samples, first, settled, final = live.samples, live.samples[0], live.settled, live.final
@@ -772,6 +858,7 @@ def figures(
             "non_json_log_lines": len(log.raw_lines),
             "non_json_examples": log.raw_lines[:5],
         },
+        replica=replica_figures(live, reader_log),
         final_check={
             "status_exit_code": c.live_status_rc,
             "stores_agree": c.live_status.get("stores_agree"),
@@ -804,24 +891,44 @@ def figures(
     )
 
 
+def replica_figures(live: Live, reader_log: LogSummary | None) -> dict[str, Any] | None:
+    """What the reader replica answered beside the writer (--replica), else None."""
+    if live.reader_load is None or reader_log is None:
+        return None
+    latencies = sorted(seconds for _, _, seconds in live.reader_load.answered)
+    return {
+        "queries_answered": len(latencies),
+        "query_p50_ms": round(percentile(latencies, 0.5) * 1000, 1),
+        "query_p99_ms": round(percentile(latencies, 0.99) * 1000, 1),
+        "query_errors": len(live.reader_load.errors),
+        "query_error_examples": live.reader_load.errors[:5],
+        "status_calls": live.reader_status_calls,
+        "status_call_failures": len(live.reader_status_errors),
+        "status_call_examples": live.reader_status_errors[:5],
+        "log_problems": dict(reader_log.problems),
+        "log_examples": reader_log.examples,
+        "non_json_log_lines": len(reader_log.raw_lines),
+    }
+
+
 def compaction_effects(
     samples: list[Sample], compactions: list[float], started_wall: float
 ) -> list[dict[str, Any]]:
     """For each compaction: versions and LanceDB bytes in the samples either side of it."""
-    effects = []
+    effects: list[dict[str, Any]] = []
     for at in compactions:
+        # Every compaction the log holds is listed; a side without a sample (a compaction
+        # before the load started or after the last sample) says so with None.
         before = [s for s in samples if s.wall < at and s.versions is not None]
         after = [s for s in samples if s.wall > at and s.versions is not None]
-        if not before or not after:
-            continue
-        b, a = before[-1], after[0]
+        b, a = (before[-1] if before else None), (after[0] if after else None)
         effects.append(
             {
                 "t": round(at - started_wall),
-                "versions_before": b.versions,
-                "versions_after": a.versions,
-                "lancedb_mib_before": round(b.disk["lancedb"] / MIB, 2),
-                "lancedb_mib_after": round(a.disk["lancedb"] / MIB, 2),
+                "versions_before": b.versions if b else None,
+                "versions_after": a.versions if a else None,
+                "lancedb_mib_before": round(b.disk["lancedb"] / MIB, 2) if b else None,
+                "lancedb_mib_after": round(a.disk["lancedb"] / MIB, 2) if a else None,
             }
         )
     return effects
@@ -894,7 +1001,7 @@ def print_report(r: dict[str, Any]) -> None:
     for name, value in rows:
         print(f"| {name} | {value} |")
     print()
-    print("Compactions (samples either side):")
+    print(f"Compactions: {len(r['compactions'])} in the log (samples either side):")
     print("| t s | versions before -> after | LanceDB MiB before -> after |")
     print("|---|---|---|")
     for c in r["compactions"]:
@@ -925,9 +1032,26 @@ def print_report(r: dict[str, Any]) -> None:
         print("First problems seen:")
         for line in problems:
             print(f"    {line}")
+    if r["replica"] is not None:
+        print_replica(r["replica"])
     if f["only_incremental"] or f["only_rebuild"]:
         print(f"chunk ids only incremental: {f['only_incremental']}")
         print(f"chunk ids only rebuild: {f['only_rebuild']}")
+
+
+def print_replica(p: dict[str, Any]) -> None:
+    print()
+    print("Reader replica (`ragd serve --reader` on the same object store):")
+    print("| figure | value |")
+    print("|---|---|")
+    print(f"| queries answered; p50 / p99 ms | {p['queries_answered']}; "
+          f"{p['query_p50_ms']} / {p['query_p99_ms']} |")  # fmt: skip
+    print(f"| query errors | {p['query_errors']} |")
+    print(f"| status calls failed | {p['status_call_failures']} of {p['status_calls']} |")
+    print(f"| log warnings/errors | {p['log_problems'] or 'none'} |")
+    print(f"| non-JSON log lines | {p['non_json_log_lines']} |")
+    for line in [*p["query_error_examples"], *p["status_call_examples"], *p["log_examples"]]:
+        print(f"    {line}")
 
 
 def main() -> None:
@@ -942,6 +1066,15 @@ def main() -> None:
     parser.add_argument("--cleanup-older-than", default="60s")
     parser.add_argument("--rescan-interval", default="1h", help="the production default")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--second-stage", action="store_true", help="with the second-stage model on (re-scoring)"
+    )
+    parser.add_argument(
+        "--replica",
+        action="store_true",
+        help="the index on a local S3 server (SeaweedFS) with a `ragd serve --reader` beside "
+        "the writer, queried like it; LanceDB's disk is then on the object store, not counted",
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--save", type=Path, help="also write the figures as JSON to this file")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
