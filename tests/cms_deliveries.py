@@ -128,7 +128,7 @@ class Ghost:
 
     def deleted_in_ghost6(self, entry: Entry) -> list[Sent]:
         """Deleting a published post in Ghost 6.65 (measured; see
-        /work/shared/research/integrations.md): `post.unpublished`, the post now a
+        ../shared/research/integrations.md): `post.unpublished`, the post now a
         draft, then `post.deleted`; each body names its event, the URL does not."""
         draft = self.post(entry) | {"status": "draft"}
         unpublished = {"post": {"current": draft, "previous": {"status": "published"}}}
@@ -206,7 +206,7 @@ class Strapi:
     def remove(self, entry: Entry) -> Sent:
         return self._send("entry.unpublish", self.row(entry))
 
-    # Strapi 5.54, measured (see /work/shared/research/integrations.md): a publish sends
+    # Strapi 5.54, measured (see ../shared/research/integrations.md): a publish sends
     # two events and a delete two, each body carrying the full entry.
     def published_in_strapi5(self, entry: Entry) -> list[Sent]:
         """`entry.update` then `entry.publish`, both of the published entry."""

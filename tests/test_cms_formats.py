@@ -274,7 +274,7 @@ def null_ghost_html(payload: dict[str, Any]) -> None:
 
 def null_strapi_body(payload: dict[str, Any]) -> None:
     # Strapi 5.54 sent an entry whose Blocks body was emptied as `"content": null`
-    # (measured against the real server: /work/shared/research/integrations.md).
+    # (measured against the real server: ../shared/research/integrations.md).
     payload["entry"]["content"] = None
 
 

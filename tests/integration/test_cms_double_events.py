@@ -2,7 +2,7 @@
 `post.deleted` for a delete; Strapi 5: `entry.update` and `entry.publish` for a publish,
 two events for a delete) against a real `ragd serve`: the second does nothing, and no
 document fails. The shapes are re-typed in tests/cms_deliveries.py from the measurements
-in /work/shared/research/integrations.md."""
+in ../shared/research/integrations.md."""
 
 from __future__ import annotations
 
