@@ -435,6 +435,15 @@ def test_a_table_of_few_files_needs_no_compaction(
     assert not store.needs_compaction()
 
 
+def _published(store: VectorStore, rng: np.random.Generator) -> int:
+    """Write docs:a.md (3 rows) and mark that version as one replicas read."""
+    store.replace_documents(["docs:a.md"], make_rows("docs:a.md", 3, rng), new=["docs:a.md"])
+    published = store.version()
+    assert published is not None
+    store.oldest_published = published
+    return published
+
+
 def _compacted_a_second_ago(store: VectorStore, rng: np.random.Generator) -> None:
     """Several commits, then a compaction whose cleanup keeps ten minutes of versions."""
     for n in range(4):
@@ -460,10 +469,7 @@ def test_a_stop_drops_the_versions_a_compaction_left_to_its_readers(
 def test_a_stop_keeps_the_version_replicas_read(
     tmp_path: Path, store: VectorStore, rng: np.random.Generator
 ) -> None:
-    store.replace_documents(["docs:a.md"], make_rows("docs:a.md", 3, rng), new=["docs:a.md"])
-    published = store.version()
-    assert published is not None
-    store.oldest_published = published
+    published = _published(store, rng)
     _compacted_a_second_ago(store, rng)
 
     store.drop_superseded_versions()
@@ -489,10 +495,7 @@ def test_a_stop_does_not_compact_a_table_of_many_files(
 def test_a_cleanup_keeps_the_oldest_published_version_and_every_newer_one(
     tmp_path: Path, store: VectorStore, rng: np.random.Generator
 ) -> None:
-    store.replace_documents(["docs:a.md"], make_rows("docs:a.md", 3, rng), new=["docs:a.md"])
-    published = store.version()
-    assert published is not None
-    store.oldest_published = published
+    published = _published(store, rng)
     store.replace_documents(["docs:b.md"], make_rows("docs:b.md", 2, rng), new=["docs:b.md"])
     store.replace_documents(["docs:a.md"], [])
 

@@ -6,7 +6,7 @@ in ../shared/research/integrations.md."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -48,20 +48,6 @@ def hits(served: Served, source: str, word: str) -> list[str]:
     return [h["doc_id"] for h in served.query(word)["results"] if h["source"] == source]
 
 
-def test_a_ghost_delete_sent_as_unpublished_then_deleted_deletes_once(served: Served) -> None:
-    entry = Entry("ghost-fern", "Fern", "The ghostfern grows in damp shade.")
-    deliver_all(served, "ghost", [GHOST.publish(entry)])
-    (doc_id,) = wait_until(lambda: hits(served, "ghost", "ghostfern"), 30)
-
-    answers = deliver_all(served, "ghost", GHOST.deleted_in_ghost6(entry))
-
-    assert answers == ["queued", "queued"]
-    wait_until(lambda: not hits(served, "ghost", "ghostfern"), 30)
-    served.wait_idle()
-    assert len(served.events("document_deleted", doc_id=doc_id)) == 1
-    assert served.events("document_failed", doc_id=doc_id) == []
-
-
 def test_a_strapi_publish_sent_as_update_then_publish_indexes_once(served: Served) -> None:
     entry = Entry("strapi-moss", "Moss", "The strapimoss grows in damp shade.")
 
@@ -74,15 +60,26 @@ def test_a_strapi_publish_sent_as_update_then_publish_indexes_once(served: Serve
     assert served.events("document_failed", doc_id=doc_id) == []
 
 
-def test_a_strapi_delete_sent_as_two_events_deletes_once(served: Served) -> None:
-    entry = Entry("strapi-sedge", "Sedge", "The strapisedge grows in damp shade.")
-    deliver_all(served, "strapi", [STRAPI.publish(entry)])
-    (doc_id,) = wait_until(lambda: hits(served, "strapi", "strapisedge"), 30)
+# Ghost 6 sends `post.unpublished` then `post.deleted`; Strapi 5 two delete events.
+@pytest.mark.parametrize(
+    ("cms", "sends_delete", "word"),
+    [
+        (GHOST, GHOST.deleted_in_ghost6, "ghostfern"),
+        (STRAPI, STRAPI.deleted_in_strapi5, "strapisedge"),
+    ],
+    ids=["ghost", "strapi"],
+)
+def test_a_delete_sent_as_two_events_deletes_once(
+    served: Served, cms: Ghost | Strapi, sends_delete: Callable[[Entry], list[Sent]], word: str
+) -> None:
+    entry = Entry(f"{cms.name}-{word}", word.title(), f"The {word} grows in damp shade.")
+    deliver_all(served, cms.name, [cms.publish(entry)])
+    (doc_id,) = wait_until(lambda: hits(served, cms.name, word), 30)
 
-    answers = deliver_all(served, "strapi", STRAPI.deleted_in_strapi5(entry))
+    answers = deliver_all(served, cms.name, sends_delete(entry))
 
     assert answers == ["queued", "queued"]
-    wait_until(lambda: not hits(served, "strapi", "strapisedge"), 30)
+    wait_until(lambda: not hits(served, cms.name, word), 30)
     served.wait_idle()
     assert len(served.events("document_deleted", doc_id=doc_id)) == 1
     assert served.events("document_failed", doc_id=doc_id) == []
