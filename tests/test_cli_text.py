@@ -46,6 +46,8 @@ def _source(name: str = "docs", **fields: Any) -> dict[str, Any]:
         "documents": 2,
         "chunks": 7,
         "failed": 0,
+        "warnings": 0,
+        "empty": 0,
         "stale": 0,
         "last_indexed_at": "2026-12-02T11:57:00.000000Z",
         "failed_documents": [],
@@ -161,6 +163,26 @@ def test_stale_list_gives_each_stale_document_its_reasons_and_age() -> None:
         "docs:a.md\tsource_changed\tindexed 3 min ago",
         "docs:b.md\tpending,max_age\tnever indexed",
     ]
+
+
+def test_stale_list_says_how_many_stale_documents_the_report_did_not_name() -> None:
+    stale = [{"path": "a.md", "reasons": ["max_age"], "indexed_at": "2026-12-02T11:57:00Z"}]
+
+    text = stale_text(_report(_source(stale=250, stale_documents=stale)))
+
+    assert text.splitlines() == [
+        "docs:a.md\tmax_age\tindexed 3 min ago",
+        "stale docs: 249 more not listed",
+    ]
+
+
+def test_status_text_says_how_many_failed_documents_the_report_did_not_name() -> None:
+    failed = [{"path": "a.md", "error": "not UTF-8"}]
+
+    text = status_text(_report(_source(failed=3, failed_documents=failed)))
+
+    assert "failed  docs:a.md: not UTF-8" in text.splitlines()
+    assert "failed  docs: 2 more not listed" in text.splitlines()
 
 
 def _hit(rank: int, indexed_at: str | None = "2026-12-02T11:57:00.000000Z") -> Hit:

@@ -30,6 +30,7 @@ from ragd.stores.keywords import KeywordStore
 from ragd.stores.manifest import Manifest
 from ragd.stores.manifest_counts import ManifestCounts
 from ragd.stores.manifest_reader import ManifestReader
+from ragd.stores.manifest_report import ManifestReport
 from ragd.stores.manifest_schema import SCHEMA_VERSION
 from ragd.stores.records import ChunkRecord, DocumentWrite, doc_id_of, format_time
 from ragd.stores.vectors import VectorStore
@@ -105,7 +106,7 @@ class Index:
 
     def status_reasons(self) -> dict[str, dict[str, int]]:
         """stale_by_reason per source as `ragd status` reports it, every reason present."""
-        manifest = ManifestReader.open(self.data.manifest)
+        manifest = ManifestReport.open(self.data.manifest)
         try:
             report = build_status(
                 manifest,
@@ -361,11 +362,16 @@ def test_every_scrape_query_reads_an_index_rather_than_the_rows(index: Index) ->
 @pytest.fixture
 def schema_2(index: Index) -> Path:
     """The index's manifest as a ragd before schema 3 left it: no chunk counts, no
-    counting indexes."""
+    counting or report indexes."""
     path = index.data.manifest
     conn = sqlite3.connect(path)
     with conn:
-        for name in ("documents_by_state", "documents_by_confirmation"):
+        for name in (
+            "documents_by_state",
+            "documents_by_confirmation",
+            "documents_by_indexed_at",
+            "documents_noted",
+        ):
             conn.execute(f"DROP INDEX {name}")
         conn.execute("ALTER TABLE documents DROP COLUMN chunk_count")
         conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")

@@ -9,7 +9,7 @@ elsewhere (logs, systemd). Times read as ages ("3 min ago"); the JSON keeps them
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -175,10 +175,13 @@ def status_text(report: dict[str, Any]) -> str:
     for s in sources:
         for doc in s["failed_documents"]:
             lines.append(f"failed  {s['name']}:{doc['path']}: {doc['error']}")
+        lines.extend(_more("failed ", s["name"], s["failed"], s["failed_documents"]))
         for doc in s["warned_documents"]:
             lines.append(f"warning {s['name']}:{doc['path']}: {doc['warning']}")
+        lines.extend(_more("warning", s["name"], s["warnings"], s["warned_documents"]))
         for path in s["empty_documents"]:
             lines.append(f"empty   {s['name']}:{path}: no text to index")
+        lines.extend(_more("empty  ", s["name"], s["empty"], s["empty_documents"]))
         lines.extend(_skipped_text(s["name"], s.get("skipped")))
         if s.get("unreachable"):
             lines.append(f"unreachable {s['name']}: the last poll failed: {s['unreachable']}")
@@ -249,7 +252,17 @@ def stale_text(report: Mapping[str, Any]) -> str:
         for source in report["sources"]
         for doc in source["stale_documents"]
     ]
+    for source in report["sources"]:
+        lines.extend(_more("stale", source["name"], source["stale"], source["stale_documents"]))
     return "\n".join(lines) if lines else "no stale documents"
+
+
+def _more(label: str, source: str, count: int, listed: Sequence[object]) -> list[str]:
+    """A line saying how many documents a list left out (the report names at most
+    `list_limit` of each kind; its counts are whole), or none."""
+    if count <= len(listed):
+        return []
+    return [f"{label} {source}: {count - len(listed)} more not listed"]
 
 
 def _daemon_text(daemon: dict[str, Any], now: datetime) -> list[str]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Protocol
 
 from ragd.errors import DocumentError
 from ragd.sources.folders import FolderSource
@@ -61,7 +62,20 @@ def stale_reasons(
     return reasons
 
 
-def file_reasons(doc: DocumentRecord, folder: FolderSource, *, verify_content: bool) -> list[str]:
+class IndexedFile(Protocol):
+    """What was indexed of a folder document's file: a `DocumentRecord` is one."""
+
+    @property
+    def key(self) -> str: ...
+    @property
+    def size(self) -> int | None: ...
+    @property
+    def mtime_ns(self) -> int | None: ...
+    @property
+    def content_hash(self) -> str | None: ...
+
+
+def file_reasons(doc: IndexedFile, folder: FolderSource, *, verify_content: bool) -> list[str]:
     """`source_changed` or `source_deleted` when the document's file is no longer what was
     indexed, or []: its stat, then (with `verify_content`) its bytes decide."""
     current = folder.stat(doc.key)

@@ -8,16 +8,24 @@ running writer.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from ragd.search.staleness import SourcePolicy, stale_reasons
-from ragd.stores.agreement import Agreement, compare_stores
+from ragd.search.freshness import STAT_BUDGET
+from ragd.search.staleness import FINGERPRINT, MAX_AGE, PENDING, SourcePolicy, file_reasons
+from ragd.sources.folders import FolderSource
+from ragd.stores.agreement import Agreement, compare_counts, compare_stores
 from ragd.stores.keywords import KeywordStore
-from ragd.stores.manifest_reader import ManifestReader
-from ragd.stores.records import DocumentRecord, SkippedFiles, format_time, parse_time
+from ragd.stores.manifest_counts import StateCount
+from ragd.stores.manifest_report import ManifestReport
+from ragd.stores.records import SkippedFiles, format_time, parse_time
 from ragd.stores.vectors import VectorStore
+
+# Documents each list of a source's line names at most (failed, warned, empty, stale);
+# its count is always whole. A report of a million stale documents is read for its
+# counts, and its size stays bounded.
+LIST_LIMIT = 100
 
 
 @dataclass(frozen=True)
@@ -40,6 +48,9 @@ class SourceStatus:
     indexed: int
     pending: int
     chunks: int
+    failed: int
+    warnings: int
+    empty: int
     stale: int
     stale_by_reason: dict[str, int]
     last_indexed_at: str | None
@@ -68,11 +79,11 @@ class SourceStatus:
             "indexed": self.indexed,
             "pending": self.pending,
             "chunks": self.chunks,
-            "failed": len(self.failed_documents),
-            "warnings": len(self.warned_documents),
+            "failed": self.failed,
+            "warnings": self.warnings,
             "stale": self.stale,
             "stale_by_reason": self.stale_by_reason,
-            "empty": len(self.empty_documents),
+            "empty": self.empty,
             "pending_jobs": self.pending_jobs,
             "last_indexed_at": self.last_indexed_at,
             "median_indexed_at": self.median_indexed_at,
@@ -101,6 +112,7 @@ class StatusReport:
     queue_depth: int
     index_lag_seconds: float
     second_stage_model: str | None = None  # None: the second stage is off
+    list_limit: int = LIST_LIMIT
 
     @property
     def documents(self) -> int:
@@ -112,7 +124,7 @@ class StatusReport:
 
     @property
     def failed(self) -> int:
-        return sum(len(s.failed_documents) for s in self.sources)
+        return sum(s.failed for s in self.sources)
 
     def to_json(self) -> dict[str, object]:
         """The object of `ragd status --json` and `GET /v1/status`."""
@@ -127,6 +139,7 @@ class StatusReport:
             "documents": self.documents,
             "stale": self.stale,
             "failed": self.failed,
+            "list_limit": self.list_limit,
             "second_stage": self._second_stage(),
             "sources": [s.to_json() for s in self.sources],
         }
@@ -140,17 +153,27 @@ class StatusReport:
 
 
 def build_status(
-    manifest: ManifestReader,
+    manifest: ManifestReport,
     vectors: VectorStore,
     keywords: KeywordStore,
     *,
     sources: Sequence[SourceInfo],
     fingerprint: str,
     second_stage_model: str | None = None,
+    watched: bool = False,
+    list_limit: int = LIST_LIMIT,
 ) -> StatusReport:
     """Build the report from read-only store handles. With `second_stage_model` (the
     second stage is on), each source reports how many of its chunks have a stored
     second-stage vector.
+
+    Counts come from the manifest's indexes and each list names at most `list_limit`
+    documents. `watched` says the report is the daemon's, whose watcher reports every
+    change to the folders and whose one writer commits the stores in step: only the files
+    of documents a change is known for are stat'ed, as /metrics does
+    (`ragd.search.freshness`), and the stores are compared by their counts
+    (`compare_counts`). Without it every folder document's file is stat'ed and every
+    chunk id compared.
 
     The manifest's chunk ids are read before and after the search stores' (moved to
     their latest commit in between), so a chunk a running writer committed or removed
@@ -159,7 +182,9 @@ def build_status(
     now = datetime.now(UTC)
     configured: Mapping[str, SourceInfo] = {s.name: s for s in sources}
     names = [s.name for s in sources] + sorted(set(manifest.sources()) - set(configured))
-    pending = manifest.pending_doc_ids()
+    states: dict[str, list[StateCount]] = {}
+    for state in manifest.states():
+        states.setdefault(state.source, []).append(state)
     jobs, oldest_job = manifest.queued_jobs()
     coverage = manifest.second_stage_coverage() if second_stage_model is not None else None
     unreachable = manifest.unreachable_sources()
@@ -167,21 +192,28 @@ def build_status(
     source_reports = []
     for name in names:
         info = configured.get(name)
-        tally = _SourceTally(
-            info.policy if info else None, fingerprint, now, pending, unreachable.get(name)
-        )
-        for doc in manifest.documents(name):
-            tally.add(doc)
+        stale = _StaleRows(manifest, name, fingerprint, now)
+        policy = info.policy if info else None
+        stale.find(policy, states.get(name, []), unreachable.get(name), watched)
         source_reports.append(
-            tally.status(
+            _source_status(
+                manifest,
                 name,
                 info,
-                jobs.get(name, 0),
-                None if coverage is None else coverage.get(name, (0, 0)),
-                skipped.get(name, SkippedFiles()),
+                states.get(name, []),
+                stale,
+                list_limit,
+                pending_jobs=jobs.get(name, 0),
+                second_stage=None if coverage is None else coverage.get(name, (0, 0)),
+                skipped=skipped.get(name, SkippedFiles()),
+                unreachable=unreachable.get(name),
             )
         )
-    agreement = compare_stores(manifest, vectors, keywords, writer_running=True)
+    agreement = (
+        compare_counts(manifest, vectors, keywords)
+        if watched
+        else compare_stores(manifest, vectors, keywords, writer_running=True)
+    )
     return StatusReport(
         generated_at=format_time(now),
         fingerprint=fingerprint,
@@ -191,90 +223,123 @@ def build_status(
         queue_depth=sum(jobs.values()),
         index_lag_seconds=(now - parse_time(oldest_job)).total_seconds() if oldest_job else 0.0,
         second_stage_model=second_stage_model,
+        list_limit=list_limit,
     )
 
 
-class _SourceTally:
-    """One source's documents folded into its line of the report as they are read: the
-    report holds counts, times and the documents it names (failed, empty, stale), never
-    every record."""
+def _source_status(
+    manifest: ManifestReport,
+    name: str,
+    info: SourceInfo | None,
+    states: Sequence[StateCount],
+    stale: _StaleRows,
+    limit: int,
+    *,
+    pending_jobs: int,
+    second_stage: tuple[int, int] | None,
+    skipped: SkippedFiles,
+    unreachable: str | None,
+) -> SourceStatus:
+    """One source's line: counts from its states, the documents it names from indexes."""
+    counts: Counter[str] = Counter()
+    chunks = 0
+    for state in states:
+        if state.status != "deleted":
+            counts[state.status] += state.documents
+            chunks += state.chunks
+    warned_count, warned = manifest.warned(name, limit)
+    empty_count, empty = manifest.empty(name, limit)
+    times = manifest.indexed_times(name)
+    named = manifest.stale_named(sorted(stale.reasons)[:limit])
+    return SourceStatus(
+        name=name,
+        info=info,
+        documents=counts.total(),
+        indexed=counts["indexed"],
+        pending=counts["pending"],
+        chunks=chunks,
+        failed=counts["failed"],
+        warnings=warned_count,
+        empty=empty_count,
+        stale=len(stale.reasons),
+        stale_by_reason=stale.by_reason(),
+        last_indexed_at=times.latest,
+        median_indexed_at=times.median,
+        oldest_indexed_at=times.oldest,
+        failed_documents=[(d.key, d.note) for d in manifest.failed(name, limit)],
+        warned_documents=[(d.key, d.note) for d in warned],
+        empty_documents=[d.key for d in empty],
+        stale_documents=[(d.key, stale.reasons[row], d.indexed_at) for row, d in named],
+        pending_jobs=pending_jobs,
+        second_stage=second_stage,
+        unreachable=unreachable,
+        skipped=skipped,
+    )
+
+
+class _StaleRows:
+    """One source's stale documents as row ids, each with its reasons in REASONS order:
+    every set read is what a reason flags, so the cost is the number of stale documents
+    (plus, without a watcher, one stat per folder document)."""
 
     def __init__(
+        self, manifest: ManifestReport, source: str, fingerprint: str, now: datetime
+    ) -> None:
+        self._manifest, self._source = manifest, source
+        self._fingerprint, self._now = fingerprint, now
+        self.reasons: dict[int, list[str]] = {}
+
+    def find(
         self,
         policy: SourcePolicy | None,
-        fingerprint: str,
-        now: datetime,
-        pending: set[str],
+        states: Sequence[StateCount],
         unreachable: str | None,
+        watched: bool,
     ) -> None:
-        self._policy, self._fingerprint, self._now = policy, fingerprint, now
-        self._pending, self._unreachable = pending, unreachable
-        self.counts: Counter[str] = Counter()  # live documents by status
-        self.chunks = 0
-        self.reasons: Counter[str] = Counter()
-        self.indexed_times: list[str] = []
-        self.failed: list[tuple[str, str]] = []
-        self.warned: list[tuple[str, str]] = []
-        self.empty: list[str] = []
-        self.stale: list[tuple[str, list[str], str | None]] = []
+        manifest, source = self._manifest, self._source
+        if policy is not None and policy.folder is not None:
+            for row, reasons in self._changed_files(policy.folder, watched):
+                self._add([row], reasons[0])
+        self._add(manifest.pending_rows(source), PENDING)
+        if unreachable is not None:
+            self._add(manifest.served_rows(source), MAX_AGE)
+        elif policy is not None:
+            before = format_time(self._now - policy.max_age)
+            self._add(manifest.unconfirmed_rows(source, before), MAX_AGE)
+        others = {
+            s.fingerprint
+            for s in states
+            if s.status in ("indexed", "pending") and s.fingerprint != self._fingerprint
+        }
+        self._add(manifest.other_fingerprint_rows(source, others), FINGERPRINT)
 
-    def add(self, doc: DocumentRecord) -> None:
-        if doc.status == "deleted":
-            return
-        self.counts[doc.status] += 1
-        self.chunks += doc.chunk_count
-        if doc.indexed_at:
-            self.indexed_times.append(doc.indexed_at)
-        if doc.status == "failed":
-            self.failed.append((doc.key, doc.error or ""))
-            return
-        if doc.status == "indexed" and doc.error:
-            self.warned.append((doc.key, doc.error))
-        if doc.status == "indexed" and doc.chunk_count == 0:
-            self.empty.append(doc.key)
-        found = stale_reasons(
-            doc,
-            policy=self._policy,
-            fingerprint=self._fingerprint,
-            now=self._now,
-            pending=doc.doc_id in self._pending,
-            unreachable=self._unreachable is not None,
-            verify_content=False,
-        )
-        self.reasons.update(found)
-        if found:
-            self.stale.append((doc.key, found, doc.indexed_at))
+    def by_reason(self) -> dict[str, int]:
+        found: Counter[str] = Counter()
+        for reasons in self.reasons.values():
+            found.update(reasons)
+        return dict(sorted(found.items()))
 
-    def status(
-        self,
-        name: str,
-        info: SourceInfo | None,
-        pending_jobs: int,
-        second_stage: tuple[int, int] | None,
-        skipped: SkippedFiles,
-    ) -> SourceStatus:
-        times = sorted(self.indexed_times)
-        return SourceStatus(
-            name=name,
-            info=info,
-            documents=self.counts.total(),
-            indexed=self.counts["indexed"],
-            pending=self.counts["pending"],
-            chunks=self.chunks,
-            stale=len(self.stale),
-            stale_by_reason=dict(sorted(self.reasons.items())),
-            last_indexed_at=times[-1] if times else None,
-            median_indexed_at=times[len(times) // 2] if times else None,
-            oldest_indexed_at=times[0] if times else None,
-            failed_documents=self.failed,
-            warned_documents=self.warned,
-            empty_documents=self.empty,
-            stale_documents=self.stale,
-            pending_jobs=pending_jobs,
-            second_stage=second_stage,
-            unreachable=self._unreachable,
-            skipped=skipped,
-        )
+    def _add(self, rows: Iterable[int], reason: str) -> None:
+        for row in rows:
+            self.reasons.setdefault(row, []).append(reason)
+
+    def _changed_files(
+        self, folder: FolderSource, watched: bool
+    ) -> Iterator[tuple[int, list[str]]]:
+        """(row id, [source_changed or source_deleted]) of each document whose file differs
+        from what was indexed: of the documents a change is known for when `watched`, else
+        of every served document."""
+        manifest, source = self._manifest, self._source
+        if not watched:
+            for indexed in manifest.served_files(source):
+                if reasons := file_reasons(indexed, folder, verify_content=False):
+                    yield indexed.row, reasons
+            return
+        known = manifest.queued_documents([source], STAT_BUDGET)
+        rows = manifest.rows_of_keys(source, (doc.key for doc in known))
+        for doc in known:
+            if (reasons := file_reasons(doc, folder, verify_content=False)) and doc.key in rows:
+                yield rows[doc.key], reasons
 
 
 def _coverage(done: int, total: int) -> dict[str, object]:

@@ -31,6 +31,7 @@ from ragd.sources.http_client import shown
 from ragd.stores.data_dir import DataDir, WriterLock, WriterStores
 from ragd.stores.keywords import KeywordStore
 from ragd.stores.manifest_reader import ManifestReader
+from ragd.stores.manifest_report import ManifestReport
 from ragd.stores.publishing import Publisher
 from ragd.stores.vectors import FIRST_STAGE, VectorStore, second_stage_table
 from ragd.stores.wrapping import Wrapper, unwrapped
@@ -225,8 +226,9 @@ class Runtime:
             is_word=self.embedder.has_word,
         )
 
-    def status(self) -> StatusReport:
-        """The status report, read-only: it works beside a running writer."""
+    def status(self, *, watched: bool = False) -> StatusReport:
+        """The status report, read-only: it works beside a running writer. `watched`: a
+        watcher reports every change to the folders (`build_status`)."""
         policies = self.policies()
         infos = [
             SourceInfo(
@@ -237,7 +239,7 @@ class Runtime:
             )
             for s in self.config.sources
         ]
-        manifest = ManifestReader.open(self.data_dir.manifest)
+        manifest = ManifestReport.open(self.data_dir.manifest)
         try:
             return build_status(
                 manifest,
@@ -246,6 +248,7 @@ class Runtime:
                 sources=infos,
                 fingerprint=self.pipeline.fingerprint,
                 second_stage_model=self.pipeline.second_identity,
+                watched=watched,
             )
         finally:
             manifest.close()

@@ -26,7 +26,7 @@ from ragd.stores.manifest_schema import (
 from ragd.stores.records import DocumentRecord
 
 # Documents whose indexed chunks are served and may go stale: not failed, not deleted.
-_SERVED = "('indexed', 'pending')"
+SERVED = "('indexed', 'pending')"
 
 
 class StateCount(NamedTuple):
@@ -85,7 +85,7 @@ class ManifestCounts(ManifestReader):
         """
         row = self._conn.execute(
             f"SELECT {CONFIRMED_AT_SQL} FROM documents WHERE source = ? "
-            f"AND {CONFIRMED_AT_SQL} > '' AND status IN {_SERVED} "
+            f"AND {CONFIRMED_AT_SQL} > '' AND status IN {SERVED} "
             f"ORDER BY {CONFIRMED_AT_SQL} LIMIT 1",
             (source,),
         ).fetchone()
@@ -107,16 +107,18 @@ class ManifestCounts(ManifestReader):
         documents_by_confirmation, then; without such a scan, its range before `before`,
         one entry per document counted.
         """
+        where, args = self._unconfirmed_where(source, before)
+        row = self._conn.execute(f"SELECT COUNT(*) FROM documents WHERE {where}", args).fetchone()
+        return int(row[0])
+
+    def _unconfirmed_where(self, source: str, before: str) -> tuple[str, tuple[str, ...]]:
+        """The condition `unconfirmed` counts by, and its arguments."""
         scanned = self.checked_at(source)
         if scanned is not None and scanned >= before:
-            where, args = f"{CONFIRMED_AT_SQL} = '' AND first_seen_at > ?", (scanned,)
+            where, arg = f"{CONFIRMED_AT_SQL} = '' AND first_seen_at > ?", scanned
         else:
-            where, args = f"{CONFIRMED_AT_SQL} < ?", (before,)
-        row = self._conn.execute(
-            f"SELECT COUNT(*) FROM documents WHERE source = ? AND {where} AND status IN {_SERVED}",
-            (source, *args),
-        ).fetchone()
-        return int(row[0])
+            where, arg = f"{CONFIRMED_AT_SQL} < ?", before
+        return f"source = ? AND {where} AND status IN {SERVED}", (source, arg)
 
     def queued_changes(self) -> dict[str, int]:
         """Per source, indexed documents with a change queued and not yet applied (a `path`
@@ -138,7 +140,7 @@ class ManifestCounts(ManifestReader):
         write in progress (status pending). The documents whose files a cheap count of
         `source_changed` stats."""
         found: dict[str, DocumentRecord] = {}
-        served = f"d.status IN {_SERVED}"
+        served = f"d.status IN {SERVED}"
         queries: list[tuple[str, tuple[str, ...]]] = [
             (
                 f"WHERE d.doc_id IN (SELECT source || ':' || key FROM jobs WHERE kind = 'path') "

@@ -26,6 +26,7 @@ from ragd.stores.manifest_schema import (
     connect_reader,
     has_pages,
     has_second_keys,
+    has_second_pending,
     vouch_before_sql,
 )
 from ragd.stores.records import (
@@ -51,6 +52,8 @@ class ManifestReader:
         self._chunk_columns = (
             f"chunk_id, doc_id, ordinal, heading_path, text, embed_key, {second}, {page}"
         )
+        self._has_second_pending = has_second_pending(conn)
+        self._missing = _SECOND_STAGE_PENDING if self._has_second_pending else _SECOND_STAGE_MISSING
 
     @classmethod
     def open(cls, path: Path) -> ManifestReader:
@@ -321,7 +324,7 @@ class ManifestReader:
             return []
         rows = self._conn.execute(
             f"SELECT c.chunk_id, c.doc_id, c.second_key, d.title, c.heading_path, c.text, "
-            f"c.ordinal {_SECOND_STAGE_MISSING} AND (c.doc_id, c.ordinal) > (?, ?) "
+            f"c.ordinal {self._missing} AND (c.doc_id, c.ordinal) > (?, ?) "
             "ORDER BY c.doc_id, c.ordinal LIMIT ?",
             (*(after or ("", -1)), limit),
         )
@@ -334,19 +337,39 @@ class ManifestReader:
         """How many chunks have no stored second-stage vector."""
         if not self._has_second_keys:
             return 0
-        return int(self._conn.execute(f"SELECT COUNT(*) {_SECOND_STAGE_MISSING}").fetchone()[0])
+        return int(self._conn.execute(f"SELECT COUNT(*) {self._missing}").fetchone()[0])
 
     def second_stage_coverage(self) -> dict[str, tuple[int, int]]:
         """Per source: (chunks with a stored second-stage vector, chunks that should have
         one). A source whose chunks were written with the second stage off has 0 to have."""
         if not self._has_second_keys:
             return {}
+        if not self._has_second_pending:  # before schema 5: every chunk joined to vectors
+            rows = self._conn.execute(
+                "SELECT d.source, COUNT(v.embed_key), COUNT(c.second_key) "
+                "FROM chunks c JOIN documents d USING (doc_id) "
+                "LEFT JOIN vectors v ON v.embed_key = c.second_key GROUP BY d.source"
+            )
+            return {source: (done, total) for source, done, total in rows}
+        # Every chunk less those written with the second stage off is what should have one;
+        # less those pending, what has one. Two partial indexes and the documents' counts.
+        chunks = self._conn.execute(
+            "SELECT source, TOTAL(chunk_count) FROM documents GROUP BY source"
+        ).fetchall()
+        without = self._per_source("c.second_key IS NULL")
+        pending = self._per_source("c.second_pending = 1")
+        found = {}
+        for source, count in chunks:
+            should = int(count) - without.get(source, 0)
+            found[source] = (should - pending.get(source, 0), should)
+        return found
+
+    def _per_source(self, where: str) -> dict[str, int]:
         rows = self._conn.execute(
-            "SELECT d.source, COUNT(v.embed_key), COUNT(c.second_key) "
-            "FROM chunks c JOIN documents d USING (doc_id) "
-            "LEFT JOIN vectors v ON v.embed_key = c.second_key GROUP BY d.source"
+            "SELECT d.source, COUNT(*) FROM chunks c JOIN documents d USING (doc_id) "
+            f"WHERE {where} GROUP BY d.source"
         )
-        return {source: (done, total) for source, done, total in rows}
+        return {source: int(count) for source, count in rows}
 
     def second_stage_rows(self, second_keys: Collection[str]) -> list[tuple[str, str, str]]:
         """(chunk_id, doc_id, second_key) of every chunk whose second key is one of these."""
@@ -416,7 +439,9 @@ class SecondStageWork(NamedTuple):
 
 
 # The chunks of live documents (the text is rebuilt from the document's title) whose
-# second-stage key has no stored vector.
+# second-stage key has no stored vector: by the flag the schema's triggers keep (schema 5,
+# the partial index chunks_second_pending), or before it by a join of every chunk.
+_SECOND_STAGE_PENDING = "FROM chunks c JOIN documents d USING (doc_id) WHERE c.second_pending = 1"
 _SECOND_STAGE_MISSING = (
     "FROM chunks c JOIN documents d USING (doc_id) WHERE c.second_key IS NOT NULL "
     "AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.embed_key = c.second_key)"

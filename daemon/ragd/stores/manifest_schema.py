@@ -15,8 +15,8 @@ from ragd.errors import StoreError
 from ragd.stores.records import RACY_SECONDS, SETTLED
 
 # 2: chunks.second_key; 3: documents.chunk_count, what /metrics counts; 4: chunks.page and
-# the includes table
-SCHEMA_VERSION = 4
+# the includes table; 5: chunks.second_pending
+SCHEMA_VERSION = 5
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -46,7 +46,8 @@ CREATE TABLE IF NOT EXISTS chunks (
     text TEXT NOT NULL,
     embed_key TEXT NOT NULL,
     second_key TEXT,
-    page INTEGER
+    page INTEGER,
+    second_pending INTEGER
 );
 CREATE INDEX IF NOT EXISTS chunks_by_doc ON chunks (doc_id, ordinal);
 CREATE INDEX IF NOT EXISTS chunks_by_embed_key ON chunks (embed_key);
@@ -123,6 +124,30 @@ STAT_VOUCHES_SQL = (
 
 _SECOND_KEY_INDEX = "CREATE INDEX IF NOT EXISTS chunks_by_second_key ON chunks (second_key)"
 
+# Schema 5: the chunks still without a stored second-stage vector carry second_pending = 1,
+# kept by triggers on every path that writes chunks or vectors (a pass, a fill, a
+# re-embed, a repair by hand), so the filler's work, its backlog and the report's
+# coverage are read from two partial indexes, in proportion to what is missing, not by
+# joining every chunk to the vectors. A vector inserted for a first-stage key costs one
+# probe of chunks_by_second_key that finds nothing.
+_NO_SECOND_VECTOR = "NOT EXISTS (SELECT 1 FROM vectors v WHERE v.embed_key = {key})"
+_SECOND_PENDING = f"""
+CREATE INDEX IF NOT EXISTS chunks_second_pending ON chunks (doc_id, ordinal)
+    WHERE second_pending = 1;
+CREATE INDEX IF NOT EXISTS chunks_without_second ON chunks (doc_id) WHERE second_key IS NULL;
+CREATE TRIGGER IF NOT EXISTS chunk_awaits_second AFTER INSERT ON chunks
+WHEN NEW.second_key IS NOT NULL AND {_NO_SECOND_VECTOR.format(key="NEW.second_key")}
+BEGIN UPDATE chunks SET second_pending = 1 WHERE rowid = NEW.rowid; END;
+CREATE TRIGGER IF NOT EXISTS chunk_rekeyed AFTER UPDATE OF second_key ON chunks
+BEGIN UPDATE chunks SET second_pending = CASE WHEN NEW.second_key IS NOT NULL
+    AND {_NO_SECOND_VECTOR.format(key="NEW.second_key")} THEN 1 END WHERE rowid = NEW.rowid; END;
+CREATE TRIGGER IF NOT EXISTS vector_stored AFTER INSERT ON vectors
+BEGIN UPDATE chunks SET second_pending = NULL
+    WHERE second_key = NEW.embed_key AND second_pending = 1; END;
+CREATE TRIGGER IF NOT EXISTS vector_dropped AFTER DELETE ON vectors
+BEGIN UPDATE chunks SET second_pending = 1 WHERE second_key = OLD.embed_key; END;
+"""
+
 # When a document was last confirmed as what its source holds, as the staleness rule reads
 # it (`checked_at or indexed_at`), never NULL so that it sorts and compares as text. Queries
 # must spell it exactly so for SQLite to use documents_by_confirmation.
@@ -138,6 +163,17 @@ CREATE INDEX IF NOT EXISTS documents_by_state
     ON documents (source, status, fingerprint, chunk_count);
 CREATE INDEX IF NOT EXISTS documents_by_confirmation
     ON documents (source, {CONFIRMED_AT_SQL}, first_seen_at, status);
+"""
+
+# What `ragd status` reads (ragd.stores.manifest_report) without a pass over every
+# document: the spread of indexing times, and the few documents it names besides stale
+# ones (failed, indexed with a warning, indexed with no chunk). Built on the first
+# writer's open after an upgrade; a reader before that reads the rows instead.
+_REPORT_INDEXES = """
+CREATE INDEX IF NOT EXISTS documents_by_indexed_at
+    ON documents (source, indexed_at, status);
+CREATE INDEX IF NOT EXISTS documents_noted ON documents (source, key)
+    WHERE status = 'failed' OR error IS NOT NULL OR chunk_count = 0;
 """
 
 # The files each indexed document included, and the digest of what each gave
@@ -178,6 +214,28 @@ def _add_chunk_counts(conn: sqlite3.Connection) -> None:
     conn.execute("COMMIT")
 
 
+def has_second_pending(conn: sqlite3.Connection) -> bool:
+    """Whether the chunks table has the second_pending column (schema 5; a reader may meet
+    a file no writer has opened since an upgrade)."""
+    return any(row[1] == "second_pending" for row in conn.execute("PRAGMA table_info(chunks)"))
+
+
+def _add_second_pending(conn: sqlite3.Connection) -> None:
+    """Schema 5 on a file an older ragd wrote: the column, set on every chunk whose
+    second-stage vector is not stored, in one transaction."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute("ALTER TABLE chunks ADD COLUMN second_pending INTEGER")
+        conn.execute(
+            "UPDATE chunks SET second_pending = 1 WHERE second_key IS NOT NULL AND "
+            + _NO_SECOND_VECTOR.format(key="chunks.second_key")
+        )
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
 def has_second_keys(conn: sqlite3.Connection) -> bool:
     """Whether the chunks table has the second_key column (schema 2; a reader may meet a
     file no writer has opened since an upgrade)."""
@@ -207,7 +265,11 @@ def connect_writer(path: Path) -> sqlite3.Connection:
             conn.execute("ALTER TABLE chunks ADD COLUMN page INTEGER")
         if not has_chunk_counts(conn):  # written by a ragd before schema 3
             _add_chunk_counts(conn)
+        if not has_second_pending(conn):  # written by a ragd before schema 5
+            _add_second_pending(conn)
+        conn.executescript(_SECOND_PENDING)
         conn.executescript(_COUNTING_INDEXES)  # built once, on the first open after an upgrade
+        conn.executescript(_REPORT_INDEXES)
         conn.executescript(_INCLUDES)
         conn.execute(
             "INSERT INTO meta (key, value) VALUES ('schema_version', ?) "

@@ -133,12 +133,15 @@ class ServiceBackend:
         can look like a disagreement. A real one (a crash's leftovers, a broken store) is
         still there after the writer has moved on, and is reported.
         """
-        report = self.runtime.status()
+        # With every root watched, a change to a file is a queued job: only those files
+        # are stat'ed (`build_status`), not every document's.
+        watched = not self.watcher.health().unwatched_roots
+        report = self.runtime.status(watched=watched)
         for _ in range(STATUS_RECHECKS):
             if report.agreement.agree or not self.writer.stats.busy:
                 break
             time.sleep(STATUS_RECHECK_PAUSE)
-            report = self.runtime.status()
+            report = self.runtime.status(watched=watched)
         return report
 
     def index(self, full: bool) -> dict[str, object]:

@@ -233,6 +233,9 @@ def _document(doc_id: str, documents: Mapping[str, tuple[str | None, str | None]
     return f"<a href='{e(link)}' rel=noreferrer>{shown}</a>" if link else shown
 
 
+_COUNTS = {"stale_documents": "stale", "failed_documents": "failed", "warned_documents": "warnings"}
+
+
 def _documents(
     sources: Sequence[Mapping[str, Any]],
     field: str,
@@ -240,7 +243,8 @@ def _documents(
     now: datetime,
 ) -> str:
     rows: list[str] = []
-    total = sum(len(s[field]) for s in sources)
+    # The report's lists are bounded (its list_limit); its counts are whole.
+    total = sum(max(int(s.get(_COUNTS[field], 0)), len(s[field])) for s in sources)
     for s in sources:
         for doc in s[field]:
             if len(rows) >= MAX_LISTED:

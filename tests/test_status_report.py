@@ -1,0 +1,142 @@
+"""The status report at scale: its counts are whole, its lists bounded, and what it reads
+of the manifest comes from indexes, so its cost follows what it reports rather than how
+many documents the index holds."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ragd.search.status import SourceInfo, StatusReport, build_status
+from ragd.stores.keywords import KeywordStore
+from ragd.stores.manifest_report import ManifestReport
+from ragd.stores.vectors import VectorStore
+from tests.conftest import FakeEmbedder
+from tests.test_metrics_gauges import Index
+
+
+@pytest.fixture
+def index(tmp_path: Path, fake_embedder: FakeEmbedder) -> Iterator[Index]:
+    built = Index(tmp_path, fake_embedder)
+    built.run()
+    yield built
+
+
+def _report(index: Index, *, watched: bool = False, list_limit: int = 100) -> StatusReport:
+    manifest = ManifestReport.open(index.data.manifest)
+    try:
+        return build_status(
+            manifest,
+            VectorStore.open_readonly(index.data.lancedb),
+            KeywordStore.open_readonly(index.data.tantivy),
+            sources=_sources(index),
+            fingerprint=index.fingerprint,
+            watched=watched,
+            list_limit=list_limit,
+        )
+    finally:
+        manifest.close()
+
+
+def _sources(index: Index) -> list[SourceInfo]:
+    return [SourceInfo(name, "folder", "", policy) for name, policy in index.policies().items()]
+
+
+def _docs(report: StatusReport) -> dict[str, object]:
+    return next(s.to_json() for s in report.sources if s.name == "docs")
+
+
+def test_lists_name_at_most_the_limit_while_counts_stay_whole(index: Index) -> None:
+    for key in ("alpha.md", "beta.md", "gamma.md"):
+        (index.root / key).write_text("# Changed\n\nNew words.\n")
+
+    docs = _docs(_report(index, list_limit=2))
+
+    assert docs["stale"] == 3
+    assert docs["stale_by_reason"] == {"source_changed": 3}
+    assert docs["stale_documents"] == [
+        {"path": "alpha.md", "reasons": ["source_changed"], "indexed_at": _at(index, "alpha.md")},
+        {"path": "beta.md", "reasons": ["source_changed"], "indexed_at": _at(index, "beta.md")},
+    ]
+    assert docs["failed"] == 1
+
+
+def test_a_report_without_a_watcher_stats_every_file(index: Index) -> None:
+    (index.root / "beta.md").write_text("# Beta\n\nEdited while nothing watched.\n")
+    (index.root / "gamma.md").unlink()
+
+    docs = _docs(_report(index, watched=False))
+
+    assert docs["stale_by_reason"] == {"source_changed": 1, "source_deleted": 1}
+
+
+def test_a_watched_report_stats_only_the_files_a_change_is_queued_for(index: Index) -> None:
+    (index.root / "beta.md").write_text("# Beta\n\nEdited, and the watcher saw it.\n")
+    (index.root / "gamma.md").write_text("# Gamma\n\nEdited, not yet reported.\n")
+    index.queue(("path", "beta.md"))
+
+    docs = _docs(_report(index, watched=True))
+
+    assert docs["stale_by_reason"] == {"pending": 1, "source_changed": 1}
+    assert docs["stale_documents"] == [
+        {
+            "path": "beta.md",
+            "reasons": ["source_changed", "pending"],
+            "indexed_at": _at(index, "beta.md"),
+        }
+    ]
+
+
+def test_a_document_stale_for_several_reasons_counts_once(index: Index) -> None:
+    (index.root / "beta.md").write_text("# Beta\n\nEdited.\n")
+    index.queue(("path", "beta.md"))
+
+    docs = _docs(_report(index))
+
+    assert docs["stale"] == 1
+    assert docs["stale_by_reason"] == {"pending": 1, "source_changed": 1}
+
+
+def test_every_report_query_reads_an_index_rather_than_the_documents(index: Index) -> None:
+    index.queue(("path", "alpha.md"), ("tree", "guide"))
+    statements: list[str] = []
+    manifest = ManifestReport.open(index.data.manifest)
+    try:
+        manifest._conn.set_trace_callback(statements.append)
+        build_status(
+            manifest,
+            VectorStore.open_readonly(index.data.lancedb),
+            KeywordStore.open_readonly(index.data.tantivy),
+            sources=_sources(index),
+            fingerprint=index.fingerprint,
+            watched=True,
+        )
+        manifest._conn.set_trace_callback(None)
+        plans = {
+            sql: [row[3] for row in manifest._conn.execute(f"EXPLAIN QUERY PLAN {sql}")]
+            for sql in statements
+            if sql.lstrip().upper().startswith("SELECT") and "FROM documents" in sql
+        }
+    finally:
+        manifest.close()
+
+    scans = {
+        sql: steps
+        for sql, steps in plans.items()
+        for step in steps
+        if step.startswith(("SCAN documents", "SCAN d")) and "INDEX" not in step
+    }
+    assert len(plans) >= 10
+    assert scans == {}
+
+
+def _at(index: Index, key: str) -> str:
+    conn = sqlite3.connect(index.data.manifest)
+    try:
+        row = conn.execute("SELECT indexed_at FROM documents WHERE key = ?", (key,)).fetchone()
+    finally:
+        conn.close()
+    return str(row[0])
