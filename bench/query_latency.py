@@ -169,9 +169,15 @@ def held_ids_ab(runtime: Runtime, queries: list[str]) -> dict[str, list[float]]:
 
 
 def over_http(
-    port: int, queries: list[str], clients: int, seconds: float, token: str | None = None
+    port: int,
+    queries: list[str],
+    clients: int,
+    seconds: float,
+    token: str | None = None,
+    rerank: bool = True,
 ) -> list[float]:
-    """Run `clients` keep-alive HTTP clients for `seconds`; every request's latency."""
+    """Run `clients` keep-alive HTTP clients for `seconds` of hybrid queries (re-scored by
+    the second stage when it is on, unless `rerank` is false); every request's latency."""
     latencies: list[float] = []
     lock = threading.Lock()
     deadline = time.monotonic() + seconds
@@ -182,7 +188,8 @@ def over_http(
         base = f"http://127.0.0.1:{port}"
         with httpx.Client(base_url=base, timeout=30, trust_env=False) as connection:
             while time.monotonic() < deadline:
-                body = json.dumps({"query": queries[n % len(queries)], "mode": "hybrid"})
+                query = queries[n % len(queries)]
+                body = json.dumps({"query": query, "mode": "hybrid", "rerank": rerank})
                 headers = {"Content-Type": "application/json"}
                 if token is not None:
                     headers["Authorization"] = f"Bearer {token}"

@@ -3,6 +3,7 @@
 Usage:
     python bench/vector_index.py DATA_DIR [--rows 100000 1000000] [--queries 200]
                                  [--configs none ivf_sq ivf_sq_fine ...] [--model DIR]
+                                 [--nprobes 20 40 80] [--refine 0 2 5]
 
 DATA_DIR is a ragd data directory holding an index (e.g. from `ragd index`, or the one
 `bench/query_latency.py --work DIR` leaves). Its cached chunk vectors are the base set. A
@@ -67,7 +68,11 @@ def base_vectors(data_dir: Path) -> npt.NDArray[np.float32]:
         blobs = [row[0] for row in conn.execute("SELECT vector FROM vectors")]
     finally:
         conn.close()
-    matrix = np.stack([np.frombuffer(b, dtype=np.float32) for b in blobs])
+    # The cache holds both stages' vectors when the second stage is on: the first stage's
+    # are the most common width.
+    widths = np.bincount([len(b) for b in blobs])
+    width = int(widths.argmax())
+    matrix = np.stack([np.frombuffer(b, dtype=np.float32) for b in blobs if len(b) == width])
     norms = np.linalg.norm(matrix, axis=1)
     unit: npt.NDArray[np.float32] = (matrix[norms > 0] / norms[norms > 0, None]).astype(np.float32)
     return unit
@@ -134,24 +139,29 @@ def measure(
     queries: npt.NDArray[np.float32],
     exact10: list[set[int]],
     exact50: list[set[int]],
+    nprobes: int | None = None,
+    refine: int | None = None,
 ) -> tuple[float, float, float, float]:
-    """p50 and p95 ms, recall@10 and recall@50 over the queries (after a warm-up)."""
+    """p50 and p95 ms, recall@10 and recall@50 over the queries (after a warm-up);
+    `nprobes`: partitions an IVF index searches (None: LanceDB's default); `refine`:
+    LanceDB's refine factor (that many times the limit re-ranked by the full vectors)."""
+
+    def search(query: npt.NDArray[np.float32]) -> Any:
+        found = table.search(query, query_type="vector").distance_type("cosine")
+        if nprobes is not None:
+            found = found.nprobes(nprobes)
+        if refine is not None:
+            found = found.refine_factor(refine)
+        return found.select(["chunk_id", "_distance"]).limit(LIMIT).to_arrow()
+
     for query in queries[:20]:
-        table.search(query, query_type="vector").distance_type("cosine").limit(LIMIT).select(
-            ["chunk_id", "_distance"]
-        ).to_arrow()
+        search(query)
     times: list[float] = []
     recall10: list[float] = []
     recall50: list[float] = []
     for query, want10, want50 in zip(queries, exact10, exact50, strict=True):
         started = time.perf_counter()
-        result = (
-            table.search(query, query_type="vector")
-            .distance_type("cosine")
-            .select(["chunk_id", "_distance"])
-            .limit(LIMIT)
-            .to_arrow()
-        )
+        result = search(query)
         times.append((time.perf_counter() - started) * 1000)
         got = [int(i) for i in result["chunk_id"].to_pylist()]
         recall10.append(len(set(got[:10]) & want10) / 10)
@@ -172,6 +182,20 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--configs", nargs="+", default=None)
     parser.add_argument("--model", type=Path, default=DEFAULT_MODEL)
+    parser.add_argument(
+        "--nprobes",
+        type=int,
+        nargs="+",
+        default=[20],
+        help="Partitions an IVF index searches, each measured (20: LanceDB's default).",
+    )
+    parser.add_argument(
+        "--refine",
+        type=int,
+        nargs="+",
+        default=[0],
+        help="Refine factors, each measured (0: none, LanceDB's default).",
+    )
     args = parser.parse_args()
 
     from model2vec import StaticModel
@@ -184,8 +208,8 @@ def main() -> None:
         f"Python {platform.python_version()}; {len(base)} base vectors from {args.data_dir}"
     )
     print()
-    print("| rows | index | build s | p50 ms | p95 ms | recall@10 | recall@50 |")
-    print("|---|---|---|---|---|---|---|")
+    print("| rows | index | nprobes | refine | build s | p50 ms | p95 ms | recall@10 | recall@50 |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for rows in args.rows:
         matrix = base if rows == 0 else make_rows(base, rows)
         rows = len(matrix)
@@ -201,12 +225,18 @@ def main() -> None:
                     table.create_index("vector", config=config())
                 table.optimize(cleanup_older_than=timedelta(minutes=10))
                 built = time.perf_counter() - started
-                p50, p95, r10, r50 = measure(table, queries, exact10, exact50)
-                print(
-                    f"| {rows} | {name} | {built:.1f} | {p50:.2f} | {p95:.2f} | "
-                    f"{r10:.3f} | {r50:.3f} |",
-                    flush=True,
-                )
+                probes = [None] if config is None else args.nprobes
+                refines = [None] if config is None else args.refine
+                for nprobes in probes:
+                    for refine in refines:
+                        p50, p95, r10, r50 = measure(
+                            table, queries, exact10, exact50, nprobes, refine or None
+                        )
+                        print(
+                            f"| {rows} | {name} | {nprobes or ''} | {refine or ''} | "
+                            f"{built:.1f} | {p50:.2f} | {p95:.2f} | {r10:.3f} | {r50:.3f} |",
+                            flush=True,
+                        )
 
 
 if __name__ == "__main__":

@@ -224,10 +224,15 @@ class TrippingVectors(VectorStore):
     wire: Tripwire
 
     def replace_documents(
-        self, doc_ids: Collection[str], rows: Sequence[VectorRow], *, new: Collection[str] = ()
+        self,
+        doc_ids: Collection[str],
+        rows: Sequence[VectorRow],
+        *,
+        new: Collection[str] = (),
+        held: Mapping[str, Collection[str]] | None = None,
     ) -> None:
         self.wire.step("lancedb.replace_documents")
-        super().replace_documents(doc_ids, rows, new=new)
+        super().replace_documents(doc_ids, rows, new=new, held=held)
 
     def delete_chunks(self, chunk_ids: Collection[str]) -> None:
         self.wire.step("lancedb.delete_chunks")

@@ -71,6 +71,41 @@ def test_replace_documents_removes_old_chunks_and_keeps_other_documents(
     assert store.chunk_ids() == ids(a_new) | ids(b)
 
 
+def test_replacing_by_the_chunks_held_leaves_exactly_the_new_rows(
+    store: VectorStore, rng: np.random.Generator
+) -> None:
+    a_old, b = make_rows("docs:a.md", 4, rng), make_rows("docs:b.md", 3, rng)
+    store.replace_documents(["docs:a.md", "docs:b.md"], a_old + b)
+    changed = VectorRow(a_old[0].chunk_id, "docs:a.md", rng.standard_normal(DIM).astype(np.float32))
+    a_new = [changed, *make_rows("docs:a.md", 2, rng, prefix="v2-")]
+
+    store.replace_documents(["docs:a.md"], a_new, held={"docs:a.md": ids(a_old)})
+
+    assert store.chunk_ids() == ids(a_new) | ids(b)
+    assert store.search(changed.vector, limit=1)[0][0] == changed.chunk_id
+
+
+def test_a_document_replaced_by_no_rows_is_deleted_by_the_chunks_it_held(
+    store: VectorStore, rng: np.random.Generator
+) -> None:
+    a, b = make_rows("docs:a.md", 4, rng), make_rows("docs:b.md", 3, rng)
+    store.replace_documents(["docs:a.md", "docs:b.md"], a + b)
+
+    store.replace_documents(["docs:a.md"], [], held={"docs:a.md": ids(a)})
+
+    assert store.chunk_ids() == ids(b)
+
+
+def test_the_chunk_id_index_is_built_with_the_vector_index(
+    store: VectorStore, rng: np.random.Generator
+) -> None:
+    store.replace_documents(["docs:a.md"], make_rows("docs:a.md", 40, rng))
+
+    assert store.ensure_vector_index(min_rows=20)
+
+    assert store.has_key_index()
+
+
 def test_replace_documents_is_one_commit(store: VectorStore, rng: np.random.Generator) -> None:
     store.replace_documents(["docs:a.md"], make_rows("docs:a.md", 4, rng))
     before = store.version_count()

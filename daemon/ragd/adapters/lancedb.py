@@ -543,6 +543,13 @@ class VectorTable:
         # lancedb's annotation of `config` omits IvfSq; its own check at run time lists it.
         self._run("index", self._lance_table.create_index(column, config=config))  # type: ignore[arg-type]
 
+    def create_key_index(self, column: str) -> None:
+        """Build (or rebuild) a BTree index on a string column: an upsert's join on it and
+        a delete filtering on it look rows up instead of reading the whole column."""
+        from lancedb.index import BTree
+
+        self._run("index", self._lance_table.create_index(column, config=BTree()))
+
     def field_metadata(self, column: str) -> dict[str, str]:
         """The metadata recorded on a column."""
         schema = self._run("read", self._lance_table.schema())

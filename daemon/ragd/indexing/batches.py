@@ -16,7 +16,7 @@ already computed (it travels on the chunk), is used instead.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -77,6 +77,10 @@ class _Pending:
     new: bool
     old_chunk_ids: frozenset[str] | None  # None: it had no chunks
     started: float
+    # What the search stores hold of it, as the manifest lists it: its chunks when it was
+    # settled (or new); None when a write of it was under way, which may have left rows
+    # the manifest does not list.
+    held: frozenset[str] | None = None
 
 
 class BatchWriter:
@@ -137,6 +141,7 @@ class BatchWriter:
                 record is None,
                 old_ids,
                 time.monotonic() if started is None else started,
+                None if unsettled else old_ids or frozenset(),
             )
         )
         self._queued_chunks += len(write.chunks)
@@ -173,11 +178,13 @@ class BatchWriter:
             )
             doc_ids = [p.write.doc_id for p in touching]
             new = [p.write.doc_id for p in touching if p.new]
+            held = _held_chunks(touching)
             rows = [c for p in touching for c in p.write.chunks]
             self.stores.vectors(self.embedder.dim).replace_documents(
                 doc_ids,
                 [VectorRow(c.chunk_id, c.doc_id, vectors[c.embed_key]) for c in rows],
                 new=new,
+                held=held,
             )
             self.stores.keywords().replace_documents(
                 doc_ids,
@@ -188,7 +195,11 @@ class BatchWriter:
                 ],
                 new=new,
             )
-            self._write_second_stage(doc_ids, [c for p in touching for c in p.write.chunks])
+            # A document new to the manifest may have left second-stage rows (see below):
+            # those are deleted with every other row of their documents.
+            self._write_second_stage(
+                doc_ids, [c for p in touching for c in p.write.chunks], None if new else held
+            )
         self.manifest.commit([p.write for p in batch], checked_at=self.checked_at)
         committed = time.monotonic()
         for p in batch:
@@ -206,7 +217,12 @@ class BatchWriter:
                     )
                 )
 
-    def _write_second_stage(self, doc_ids: list[DocId], chunks: list[PreparedChunk]) -> None:
+    def _write_second_stage(
+        self,
+        doc_ids: list[DocId],
+        chunks: list[PreparedChunk],
+        held: dict[str, frozenset[str]] | None,
+    ) -> None:
         """Make the second stage's rows of these documents those of their chunks whose
         second-stage vector is stored already (an unchanged section's, a renamed file's);
         the others get theirs when ragd.indexing.second_stage embeds them. Always an
@@ -224,7 +240,7 @@ class BatchWriter:
             for c in chunks
             if c.second_key is not None and c.second_key in cached
         ]
-        table.replace_documents(doc_ids, rows)
+        table.replace_documents(doc_ids, rows, held=held)
         self.counts.second_reused += len(rows)
 
     def _vectors_for(self, batch: list[_Pending]) -> dict[str, np.ndarray]:
@@ -264,3 +280,14 @@ def _check_vectors(matrix: np.ndarray, rows: int, dim: int) -> None:
             f"the embedding model returned unusable vectors (shape {matrix.shape}, "
             f"expected ({rows}, {dim}), or non-finite values)"
         )
+
+
+def _held_chunks(pending: Sequence[_Pending]) -> dict[str, frozenset[str]] | None:
+    """Each document's chunk ids the search stores hold, when known for every one of them
+    (`VectorStore.replace_documents`'s `held`); else None."""
+    held: dict[str, frozenset[str]] = {}
+    for p in pending:
+        if p.held is None:
+            return None
+        held[p.write.doc_id] = p.held
+    return held
