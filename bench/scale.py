@@ -311,12 +311,15 @@ def with_daemon(config: Path, work: Path, port: int, queries: list[str], args: A
         try:
             wait_until(lambda: scan_finished(port), 1800, 0.5)
             figures["ready_after_first_scan_s"] = time.perf_counter() - started
-            figures["rss_after_start_mib"] = rss_mib(daemon.pid)[1]
+            rss = figures["rss_mib"] = {"start-up and first scan": rss_mib(daemon.pid)}
+            reset_peak(daemon.pid)
             for clients in (1, 4):
                 for rerank in (False, True):
                     latencies = over_http(port, queries, clients, args.seconds, rerank=rerank)
                     name = f"http_hybrid{'+second' if rerank else ''}_{clients}_clients"
                     figures[name] = latency_figures(latencies, args.seconds)
+            rss["queries"] = rss_mib(daemon.pid)
+            reset_peak(daemon.pid)
             cli = [sys.executable, "-m", "ragd", "--config", str(config), "status", "--json"]
             figures["cli_status_through_daemon"] = timed(
                 lambda: subprocess.run(cli, check=True, capture_output=True), 5
@@ -324,12 +327,19 @@ def with_daemon(config: Path, work: Path, port: int, queries: list[str], args: A
             with httpx.Client(base_url=base, timeout=60, trust_env=False) as http:
                 figures["get_status"] = timed(lambda: http.get("/v1/status").raise_for_status(), 5)
                 figures["get_metrics"] = timed(lambda: http.get("/metrics").raise_for_status(), 5)
+            rss["status and metrics"] = rss_mib(daemon.pid)
+            reset_peak(daemon.pid)
             figures["edit_to_searchable"] = edit_latency(port, work / "corpus", args.edits)
-            peak, now = rss_mib(daemon.pid)
-            figures["rss_peak_mib"], figures["rss_end_mib"] = peak, now
+            rss["edits"] = rss_mib(daemon.pid)
         finally:
             stop_daemon(daemon, timeout=300)
     return figures
+
+
+def reset_peak(pid: int) -> None:
+    """Start the process's peak RSS (VmHWM) again from its current RSS (Linux), so each
+    step's peak is its own."""
+    Path(f"/proc/{pid}/clear_refs").write_text("5")
 
 
 def latency_figures(seconds: list[float], duration: float) -> dict[str, float]:

@@ -12,7 +12,9 @@ import pytest
 
 from ragd.search.status import SourceInfo, StatusReport, build_status
 from ragd.stores.keywords import KeywordStore
+from ragd.stores.manifest import Manifest
 from ragd.stores.manifest_report import ManifestReport
+from ragd.stores.records import doc_id_of
 from ragd.stores.vectors import VectorStore
 from tests.conftest import FakeEmbedder
 from tests.test_metrics_gauges import Index
@@ -140,3 +142,28 @@ def _at(index: Index, key: str) -> str:
     finally:
         conn.close()
     return str(row[0])
+
+
+def test_the_state_counts_the_triggers_keep_equal_a_count_of_the_rows(index: Index) -> None:
+    (index.root / "alpha.md").write_text("# Alpha\n\nOne.\n\n## Two\n\nTwo.\n")
+    (index.root / "beta.md").unlink()
+    (index.root / "broken.md").write_text("# Broken\n\nMended.\n")
+    index.run()
+    manifest = Manifest.open(index.data.manifest)
+    manifest.mark_pending([(doc_id_of("docs", "gamma.md"), "docs", "gamma.md", "u", "pending")])
+    manifest.close()
+
+    conn = sqlite3.connect(index.data.manifest)
+    try:
+        kept = conn.execute(
+            "SELECT source, status, NULLIF(fingerprint, ''), documents, chunks "
+            "FROM document_states WHERE documents > 0"
+        ).fetchall()
+        counted = conn.execute(
+            "SELECT source, status, fingerprint, COUNT(*), SUM(chunk_count) FROM documents "
+            "GROUP BY source, status, fingerprint"
+        ).fetchall()
+    finally:
+        conn.close()
+    assert sorted(kept) == sorted(counted)
+    assert ("docs", "pending", index.fingerprint, 1, 1) in kept

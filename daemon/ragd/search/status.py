@@ -183,10 +183,12 @@ def build_status(
     configured: Mapping[str, SourceInfo] = {s.name: s for s in sources}
     names = [s.name for s in sources] + sorted(set(manifest.sources()) - set(configured))
     states: dict[str, list[StateCount]] = {}
+    jobs, oldest_job = manifest.queued_jobs()
+    chunks = Counter[str]()
     for state in manifest.states():
         states.setdefault(state.source, []).append(state)
-    jobs, oldest_job = manifest.queued_jobs()
-    coverage = manifest.second_stage_coverage() if second_stage_model is not None else None
+        chunks[state.source] += state.chunks
+    coverage = manifest.second_stage_coverage(chunks) if second_stage_model is not None else None
     unreachable = manifest.unreachable_sources()
     skipped = manifest.skipped_files()
     source_reports = []
@@ -249,7 +251,7 @@ def _source_status(
             chunks += state.chunks
     warned_count, warned = manifest.warned(name, limit)
     empty_count, empty = manifest.empty(name, limit)
-    times = manifest.indexed_times(name)
+    times = manifest.indexed_times(name, counts.total() - manifest.never_indexed(name))
     named = manifest.stale_named(sorted(stale.reasons)[:limit])
     return SourceStatus(
         name=name,

@@ -22,6 +22,7 @@ from ragd.stores.manifest_schema import (
     SELECT_DOCUMENTS,
     connect_reader,
     has_chunk_counts,
+    has_state_counts,
 )
 from ragd.stores.records import DocumentRecord
 
@@ -51,6 +52,7 @@ class ManifestCounts(ManifestReader):
             if has_chunk_counts(conn)
             else "(SELECT COUNT(*) FROM chunks c WHERE c.doc_id = documents.doc_id)"
         )
+        self._state_counts = has_state_counts(conn)
 
     @classmethod
     def open(cls, path: Path) -> ManifestCounts:
@@ -58,12 +60,19 @@ class ManifestCounts(ManifestReader):
         return cls(connect_reader(path), path)
 
     def states(self) -> list[StateCount]:
-        """Documents and their chunks per (source, status, fingerprint) present: one pass
-        over the documents_by_state index, which holds all four."""
-        rows = self._conn.execute(
-            f"SELECT source, status, fingerprint, COUNT(*), TOTAL({self._chunks}) "
-            "FROM documents GROUP BY source, status, fingerprint"
-        )
+        """Documents and their chunks per (source, status, fingerprint) present: the rows
+        of document_states, or before schema 5 one pass over the documents_by_state index,
+        which holds all four."""
+        if self._state_counts:
+            rows = self._conn.execute(
+                "SELECT source, status, NULLIF(fingerprint, ''), documents, chunks "
+                "FROM document_states WHERE documents > 0"
+            )
+        else:
+            rows = self._conn.execute(
+                f"SELECT source, status, fingerprint, COUNT(*), TOTAL({self._chunks}) "
+                "FROM documents GROUP BY source, status, fingerprint"
+            )
         return [
             StateCount(source, status, fp, n, int(chunks)) for source, status, fp, n, chunks in rows
         ]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from itertools import pairwise
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -339,9 +339,12 @@ class ManifestReader:
             return 0
         return int(self._conn.execute(f"SELECT COUNT(*) {self._missing}").fetchone()[0])
 
-    def second_stage_coverage(self) -> dict[str, tuple[int, int]]:
+    def second_stage_coverage(
+        self, chunks: Mapping[str, int] | None = None
+    ) -> dict[str, tuple[int, int]]:
         """Per source: (chunks with a stored second-stage vector, chunks that should have
-        one). A source whose chunks were written with the second stage off has 0 to have."""
+        one). A source whose chunks were written with the second stage off has 0 to have.
+        `chunks`: each source's chunk count, when the caller has it."""
         if not self._has_second_keys:
             return {}
         if not self._has_second_pending:  # before schema 5: every chunk joined to vectors
@@ -353,13 +356,15 @@ class ManifestReader:
             return {source: (done, total) for source, done, total in rows}
         # Every chunk less those written with the second stage off is what should have one;
         # less those pending, what has one. Two partial indexes and the documents' counts.
-        chunks = self._conn.execute(
-            "SELECT source, TOTAL(chunk_count) FROM documents GROUP BY source"
-        ).fetchall()
+        if chunks is None:  # a pass over documents_by_state; the status report has it
+            rows = self._conn.execute(
+                "SELECT source, TOTAL(chunk_count) FROM documents GROUP BY source"
+            )
+            chunks = {source: int(count) for source, count in rows}
         without = self._per_source("c.second_key IS NULL")
         pending = self._per_source("c.second_pending = 1")
         found = {}
-        for source, count in chunks:
+        for source, count in chunks.items():
             should = int(count) - without.get(source, 0)
             found[source] = (should - pending.get(source, 0), should)
         return found

@@ -93,21 +93,32 @@ class ManifestReport(ManifestCounts):
         )
         return [NamedDocument(*row) for row in rows]
 
-    def indexed_times(self, source: str) -> IndexedTimes:
-        """The spread of when `source`'s live documents were last indexed: two ends of
+    def indexed_times(self, source: str, indexed: int) -> IndexedTimes:
+        """The spread of when `source`'s live documents were last indexed, of which
+        `indexed` have a time (the caller counted them): the two ends of
         documents_by_indexed_at and a step to its middle."""
+        if not indexed:
+            return IndexedTimes(None, None, None)
         where = "source = ? AND indexed_at IS NOT NULL AND status != 'deleted'"
-        ends = self._conn.execute(
-            f"SELECT MIN(indexed_at), MAX(indexed_at), COUNT(*) FROM documents WHERE {where}",
+        first, middle, last = (
+            self._conn.execute(
+                f"SELECT indexed_at FROM documents WHERE {where} ORDER BY indexed_at {order} "
+                "LIMIT 1 OFFSET ?",
+                (source, offset),
+            ).fetchone()
+            for order, offset in (("", 0), ("", indexed // 2), ("DESC", 0))
+        )
+        return IndexedTimes(first and first[0], middle and middle[0], last and last[0])
+
+    def never_indexed(self, source: str) -> int:
+        """How many live documents of `source` were never indexed (no time): the start of
+        documents_by_indexed_at."""
+        row = self._conn.execute(
+            "SELECT COUNT(*) FROM documents WHERE source = ? AND indexed_at IS NULL "
+            "AND status != 'deleted'",
             (source,),
         ).fetchone()
-        if not ends[2]:
-            return IndexedTimes(None, None, None)
-        middle = self._conn.execute(
-            f"SELECT indexed_at FROM documents WHERE {where} ORDER BY indexed_at LIMIT 1 OFFSET ?",
-            (source, int(ends[2]) // 2),
-        ).fetchone()
-        return IndexedTimes(ends[0], middle[0], ends[1])
+        return int(row[0])
 
     # -- the stale sets, as row ids ------------------------------------------------------
 
