@@ -594,3 +594,28 @@ def test_a_table_absent_from_a_generation_reads_empty_even_once_it_exists(
 
     assert absent.count() == 0 and absent.chunk_ids() == set()
     assert absent.search(np.ones(DIM, dtype=np.float32), limit=5) == []
+
+
+def test_an_indexed_search_finds_the_exact_nearest_among_near_duplicates(
+    store: VectorStore, rng: np.random.Generator
+) -> None:
+    # 40 pages in 60 near-identical versions each, as an estate of product versions holds.
+    pages = rng.standard_normal((40, DIM)).astype(np.float32)
+    rows = [
+        VectorRow(
+            f"docs:v{v}/p{p}.md#0",
+            f"docs:v{v}/p{p}.md",
+            pages[p] + 0.02 * rng.standard_normal(DIM).astype(np.float32),
+        )
+        for v in range(60)
+        for p in range(40)
+    ]
+    store.replace_documents(sorted({r.doc_id for r in rows}), rows)
+    assert store.ensure_vector_index(min_rows=1000)
+    matrix = np.stack([r.vector / np.linalg.norm(r.vector) for r in rows])
+    found = 0
+    for query in pages[:10]:
+        exact = {rows[i].chunk_id for i in np.argsort(-(matrix @ query))[:10]}
+        found += len(exact & {chunk for chunk, _ in store.search(query, limit=50)[:10]})
+
+    assert found / 100 >= 0.95
