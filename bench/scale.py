@@ -3,7 +3,7 @@ every stage of it.
 
 Usage:
     python bench/scale.py --work DIR [--copies 26] [--queries 300] [--seconds 20]
-                          [--edits 30] [--json]
+                          [--edits 30] [--json] [--report]
 
 The corpus is tldr-pages (../shared/corpora/tldr-pages.tar.gz: 38,405 Markdown pages in
 40 languages, 41,640 chunks) placed `--copies` times under one root, copy-1/ ... copy-N/.
@@ -266,6 +266,7 @@ def edit_latency(port: int, root: Path, edits: int) -> dict[str, float]:
 
     rng = random.Random(5)
     pages = [p for p in (root / f"copy-{rng.randint(1, 9)}").rglob("*.md")]
+    run = f"{time.time_ns():x}"  # a kept --work was edited by earlier runs: new words
     seconds: list[float] = []
     with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30, trust_env=False) as http:
 
@@ -279,7 +280,7 @@ def edit_latency(port: int, root: Path, edits: int) -> dict[str, float]:
 
         for n in range(edits):
             page = rng.choice(pages)
-            word = f"zqxscale{n:04d}q"
+            word = f"zqx{run}n{n:04d}q"
             started = time.perf_counter()
             with page.open("a") as handle:
                 handle.write(f"\nAn appended line with {word} in it.\n")
@@ -367,7 +368,65 @@ def scan_finished(port: int) -> bool:
 
 def report(figures: dict[str, Any]) -> None:
     """The figures as Markdown tables."""
-    print(json.dumps(figures, indent=1))
+    build, daemon = figures["build"], figures["daemon"]
+    print(f"\n{figures['chunks']:,} chunks of {figures['documents']:,} documents")
+    print("SECOND STAGE: STAND-IN vectors (first-stage vector x a fixed random 256x384 matrix)")
+    print("\n| build step | seconds | per second |\n|---|---|---|")
+    print(f"| write {build['files']:,} files | {build['write_corpus_s']:.0f} | |")
+    pass_s = build["first_stage_pass_s"]
+    rate = build["chunk_texts_embedded"] / pass_s
+    print(f"| first-stage pass (parse, chunk, embed, write) | {pass_s:.0f} | {rate:,.0f} texts |")
+    print(f"| stand-in second-stage fill | {build['stand_in_fill_s']:.0f} | |")
+    if grown := figures.get("grow"):
+        print(
+            f"| one more edition into the index ({grown['files']:,} files) | "
+            f"{grown['first_stage_pass_s']:.0f} | |"
+        )
+    for name, seconds in figures["tidy"].items():
+        print(f"| compact and clean up, {name.removesuffix('_s')} table | {seconds:.0f} | |")
+    print("\n| store | MiB on disk |\n|---|---|")
+    for store, mib in figures["disk_mib"].items():
+        print(f"| {store} | {mib:,.0f} |")
+    print("\n| mode, in process, one client | p50 ms | p95 ms | p99 ms |\n|---|---|---|---|")
+    for mode, run in figures["in_process"].items():
+        print(f"| {mode} | {run['p50_ms']:.1f} | {run['p95_ms']:.1f} | {run['p99_ms']:.1f} |")
+    print("\n| over HTTP, hybrid | clients | queries/s | p50 ms | p95 ms | p99 ms |")
+    print("|---|---|---|---|---|---|")
+    for clients in (1, 4):
+        for second in ("", "+second"):
+            run = daemon[f"http_hybrid{second}_{clients}_clients"]
+            print(
+                f"| hybrid{' + second stage' if second else ''} | {clients} | "
+                f"{run['per_s']:.0f} | {run['p50_ms']:.1f} | {run['p95_ms']:.1f} | "
+                f"{run['p99_ms']:.1f} |"
+            )
+    recall, noop, edits = (
+        figures["vector_recall"],
+        figures["noop_pass"],
+        daemon["edit_to_searchable"],
+    )
+    print("\n| figure | value |\n|---|---|")
+    print(f"| vector recall@10 against exact search | {recall['recall_at_10']:.3f} |")
+    print(
+        f"| no-op pass / bare stat walk | {noop['noop_s']:.2f} s / {noop['walk_s']:.2f} s = "
+        f"{noop['ratio']:.2f}x |"
+    )
+    print(f"| serve ready (start-up and first scan) | {daemon['ready_after_first_scan_s']:.1f} s |")
+    print(
+        f"| edit to searchable, p50 / p95 / max | {edits['p50_s']:.3f} / {edits['p95_s']:.3f} / "
+        f"{edits['max_s']:.3f} s |"
+    )
+    for name, label in (
+        ("cli_status_through_daemon", "`ragd status --json` through the daemon"),
+        ("get_status", "GET /v1/status"),
+        ("get_metrics", "GET /metrics"),
+    ):
+        print(
+            f"| {label}, p50 / max | {daemon[name]['p50_s']:.3f} / {daemon[name]['max_s']:.3f} s |"
+        )
+    print("\n| serve RSS during | peak MiB | at its end MiB |\n|---|---|---|")
+    for step, (peak, now) in daemon["rss_mib"].items():
+        print(f"| {step} | {peak:,.0f} | {now:,.0f} |")
 
 
 def grow(runtime: Runtime, root: Path, copies: int) -> dict[str, Any]:
@@ -410,7 +469,13 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--edits", type=int, default=30)
     parser.add_argument("--json", action="store_true", help="Print the figures as JSON too.")
+    parser.add_argument(
+        "--report", action="store_true", help="Print the tables of the last run kept in --work."
+    )
     args = parser.parse_args()
+    if args.report:
+        report(json.loads((args.work / "figures.json").read_text()))
+        return
 
     work = args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
@@ -459,6 +524,7 @@ def main() -> None:
     figures["noop_pass"] = noop_pass(runtime, root)
     print(json.dumps(figures["noop_pass"]), flush=True)
     figures["daemon"] = with_daemon(config, work, port, queries, args)
+    (work / "figures.json").write_text(json.dumps(figures, indent=1))
     report(figures)
     if args.json:
         print(json.dumps(figures, indent=1))

@@ -161,10 +161,13 @@ def sql_in(column: str, values: Collection[str]) -> str:
 
 # An IVF_SQ search ranks by 8-bit codes; this many times the limit are ranked again by
 # their full vectors. Many near-duplicate chunks (one page in many product versions) sit
-# closer together than the codes tell apart: at a million rows recall@10 against exact
-# search is .90 without, .98 with 2, no better with 5 (bench/vector_index.py). An exact
-# search (no index) is unaffected.
+# closer together than the codes tell apart. An exact search (no index) is unaffected.
 REFINE_FACTOR = 2
+# IVF partitions (of ~1,024 rows each, `ragd.stores.vectors`) a search reads; LanceDB's
+# default is 20. At a million rows (bench/scale.py's queries, refined by 2) recall@10
+# against exact search is .94 with 20, .96 with 30, .98 with 40, at 11, 15 and 18 ms per
+# vector search; below ~20k rows every partition is read anyway.
+NPROBES = 30
 
 
 @dataclass(frozen=True, slots=True)
@@ -422,7 +425,7 @@ class VectorTable:
 
         def search() -> Coroutine[Any, Any, pa.Table]:
             nearest = self._lance_table.query().nearest_to(query).distance_type("cosine")
-            nearest = nearest.limit(limit).refine_factor(REFINE_FACTOR)
+            nearest = nearest.limit(limit).nprobes(NPROBES).refine_factor(REFINE_FACTOR)
             if doc_pattern is not None:
                 nearest = nearest.where(doc_filter(doc_pattern))
             if by_row_id:
