@@ -3,7 +3,7 @@ every stage of it.
 
 Usage:
     python bench/scale.py --work DIR [--copies 26] [--queries 300] [--seconds 20]
-                          [--edits 30] [--json] [--report]
+                          [--edits 30] [--json] [--report] [--probes 20 30 40]
 
 The corpus is tldr-pages (../shared/corpora/tldr-pages.tar.gz: 38,405 Markdown pages in
 40 languages, 41,640 chunks) placed `--copies` times under one root, copy-1/ ... copy-N/.
@@ -218,11 +218,14 @@ def recall_at_10(runtime: Runtime, queries: list[str], candidates: int) -> dict[
     from ragd.stores.vectors import FIRST_STAGE
 
     table = lancedb.connect(str(runtime.data_dir.lancedb)).open_table(FIRST_STAGE)
-    rows = table.to_arrow().select(["chunk_id", "vector"])
+    rows = table.to_arrow().select(["chunk_id", "doc_id", "vector"])
     ids = rows["chunk_id"].to_pylist()
+    # The page a chunk is of, whatever its edition: copy-N/ left out of its document.
+    page = dict(zip(ids, (d.split("/", 1)[1] for d in rows["doc_id"].to_pylist()), strict=True))
     matrix = rows["vector"].combine_chunks().flatten().to_numpy().reshape(len(ids), -1)
     vectors = runtime.embedder.embed(queries)
     recalls: list[float] = []
+    pages: list[float] = []
     with runtime.readers(ids_in_memory=True) as stores:
         for vector in vectors:
             if not np.any(vector):
@@ -231,7 +234,41 @@ def recall_at_10(runtime: Runtime, queries: list[str], candidates: int) -> dict[
             want = {ids[i] for i in exact}
             got = [chunk for chunk, _ in stores.vectors.search(vector, candidates)[:10]]
             recalls.append(len(want & set(got)) / 10)
-    return {"queries": len(recalls), "recall_at_10": float(np.mean(recalls)), "rows": len(ids)}
+            wanted = {page[c] for c in want}
+            pages.append(len(wanted & {page[c] for c in got}) / len(wanted))
+    return {
+        "queries": len(recalls),
+        "recall_at_10": float(np.mean(recalls)),
+        "page_recall_at_10": float(np.mean(pages)),
+        "rows": len(ids),
+    }
+
+
+def probe_grid(runtime: Runtime, queries: list[str], probes: Sequence[int]) -> list[Any]:
+    """Recall@10 and vector search p50/p95 with each IVF probe count: what
+    `ragd.adapters.lancedb.NPROBES` trades (set here for the measurement only)."""
+    from ragd.adapters import lancedb as adapter
+
+    kept, found = adapter.NPROBES, []
+    try:
+        for nprobes in probes:
+            adapter.NPROBES = nprobes
+            recall = recall_at_10(runtime, queries, runtime.config.search.candidates)
+            vectors = runtime.embedder.embed(queries)
+            seconds = []
+            with runtime.readers(ids_in_memory=True) as stores:
+                for vector in vectors[:20]:
+                    stores.vectors.search(vector, runtime.config.search.candidates)
+                for vector in vectors:
+                    started = time.perf_counter()
+                    stores.vectors.search(vector, runtime.config.search.candidates)
+                    seconds.append(time.perf_counter() - started)
+            run = latency_figures(seconds, sum(seconds))
+            found.append([nprobes, recall["recall_at_10"], run["p50_ms"], run["p95_ms"]])
+            print(json.dumps(found[-1]), flush=True)
+    finally:
+        adapter.NPROBES = kept
+    return found
 
 
 def noop_pass(runtime: Runtime, root: Path, rounds: int = 3) -> dict[str, Any]:
@@ -408,6 +445,10 @@ def report(figures: dict[str, Any]) -> None:
     print("\n| figure | value |\n|---|---|")
     print(f"| vector recall@10 against exact search | {recall['recall_at_10']:.3f} |")
     print(
+        "| … counting another edition of the same page as found | "
+        f"{recall.get('page_recall_at_10', float('nan')):.3f} |"
+    )
+    print(
         f"| no-op pass / bare stat walk | {noop['noop_s']:.2f} s / {noop['walk_s']:.2f} s = "
         f"{noop['ratio']:.2f}x |"
     )
@@ -472,6 +513,12 @@ def main() -> None:
     parser.add_argument(
         "--report", action="store_true", help="Print the tables of the last run kept in --work."
     )
+    parser.add_argument(
+        "--probes",
+        type=int,
+        nargs="+",
+        help="Only measure vector recall@10 and latency with each IVF probe count.",
+    )
     args = parser.parse_args()
     if args.report:
         report(json.loads((args.work / "figures.json").read_text()))
@@ -507,6 +554,11 @@ def main() -> None:
     figures["tidy"] = json.loads(tidied.read_text())
     figures["disk_mib"] = disk_mib(data)
     queries = sample_queries(runtime, args.queries)
+    if args.probes:
+        print("\n| IVF probes | recall@10 | vector p50 ms | p95 ms |\n|---|---|---|---|")
+        for nprobes, recall, p50, p95 in probe_grid(runtime, queries, args.probes):
+            print(f"| {nprobes} | {recall:.3f} | {p50:.1f} | {p95:.1f} |")
+        return
     with runtime.readers() as stores:
         figures["chunks"] = stores.vectors.count()
         manifest = stores.manifest

@@ -57,6 +57,9 @@ def index_configs(rows: int) -> dict[str, Callable[[], Any] | None]:
             distance_type="cosine", num_partitions=fine, sample_rate=IVF_SAMPLE_RATE
         ),
         "ivf_pq": lambda: IvfPq(distance_type="cosine"),
+        "ivf_pq_fine_sampled": lambda: IvfPq(
+            distance_type="cosine", num_partitions=fine, sample_rate=IVF_SAMPLE_RATE
+        ),
         "ivf_hnsw_sq": lambda: HnswSq(distance_type="cosine"),
     }
 

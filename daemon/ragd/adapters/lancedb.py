@@ -163,11 +163,12 @@ def sql_in(column: str, values: Collection[str]) -> str:
 # their full vectors. Many near-duplicate chunks (one page in many product versions) sit
 # closer together than the codes tell apart. An exact search (no index) is unaffected.
 REFINE_FACTOR = 2
-# IVF partitions (of ~1,024 rows each, `ragd.stores.vectors`) a search reads; LanceDB's
-# default is 20. At a million rows (bench/scale.py's queries, refined by 2) recall@10
-# against exact search is .94 with 20, .96 with 30, .98 with 40, at 11, 15 and 18 ms per
-# vector search; below ~20k rows every partition is read anyway.
-NPROBES = 30
+# IVF partitions (of ~1,024 rows each, `ragd.stores.vectors`) a search reads: LanceDB's
+# default, stated. At a million rows each more costs ~0.33 ms (`bench/scale.py --probes`:
+# recall@10 against exact search .94 with 20, .96 with 30, .98 with 40, at 11, 15 and
+# 18 ms per vector search), which a hybrid query re-scored by the second stage pays
+# twice, once per stage; below ~20k rows every partition is read anyway.
+NPROBES = 20
 
 
 @dataclass(frozen=True, slots=True)
