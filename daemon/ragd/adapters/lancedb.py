@@ -165,7 +165,7 @@ def sql_in(column: str, values: Collection[str]) -> str:
 REFINE_FACTOR = 2
 # IVF partitions (of ~1,024 rows each, `ragd.stores.vectors`) a search reads: LanceDB's
 # default, stated. At a million rows each more costs ~0.33 ms (`bench/scale.py --probes`:
-# recall@10 against exact search .94 with 20, .96 with 30, .98 with 40, at 11, 15 and
+# recall@10 against exact search .93 with 20, .96 with 30, .98 with 40, at 12, 15 and
 # 18 ms per vector search), which a hybrid query re-scored by the second stage pays
 # twice, once per stage; below ~20k rows every partition is read anyway.
 NPROBES = 20
