@@ -54,7 +54,6 @@ class SourceStatus:
     stale: int
     stale_by_reason: dict[str, int]
     last_indexed_at: str | None
-    median_indexed_at: str | None
     oldest_indexed_at: str | None
     failed_documents: list[tuple[str, str]]
     # Indexed, but read other than as written (MDX read as Markdown): path, the warning.
@@ -86,7 +85,6 @@ class SourceStatus:
             "empty": self.empty,
             "pending_jobs": self.pending_jobs,
             "last_indexed_at": self.last_indexed_at,
-            "median_indexed_at": self.median_indexed_at,
             "oldest_indexed_at": self.oldest_indexed_at,
             "failed_documents": [{"path": p, "error": e} for p, e in self.failed_documents],
             "warned_documents": [{"path": p, "warning": w} for p, w in self.warned_documents],
@@ -251,7 +249,7 @@ def _source_status(
             chunks += state.chunks
     warned_count, warned = manifest.warned(name, limit)
     empty_count, empty = manifest.empty(name, limit)
-    times = manifest.indexed_times(name, counts.total() - manifest.never_indexed(name))
+    times = manifest.indexed_times(name)
     named = manifest.stale_named(sorted(stale.reasons)[:limit])
     return SourceStatus(
         name=name,
@@ -266,7 +264,6 @@ def _source_status(
         stale=len(stale.reasons),
         stale_by_reason=stale.by_reason(),
         last_indexed_at=times.latest,
-        median_indexed_at=times.median,
         oldest_indexed_at=times.oldest,
         failed_documents=[(d.key, d.note) for d in manifest.failed(name, limit)],
         warned_documents=[(d.key, d.note) for d in warned],

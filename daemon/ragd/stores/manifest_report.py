@@ -1,6 +1,6 @@
 """What the status report reads of state.db: per source, the documents it names (failed,
 warned, empty, stale) at most `limit` of each, the sets behind its stale count, and the
-spread of indexing times.
+first and last indexing times.
 
 Owns answering those from indexes (`ragd.stores.manifest_schema`: documents_by_state,
 documents_by_confirmation, documents_by_indexed_at, documents_noted), so a report costs
@@ -14,7 +14,7 @@ beside any writer.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
@@ -41,10 +41,9 @@ class ServedFile(NamedTuple):
 
 
 class IndexedTimes(NamedTuple):
-    """The oldest, median and latest indexing time of a source's documents."""
+    """The oldest and latest indexing time of a source's documents."""
 
     oldest: str | None
-    median: str | None
     latest: str | None
 
 
@@ -93,32 +92,19 @@ class ManifestReport(ManifestCounts):
         )
         return [NamedDocument(*row) for row in rows]
 
-    def indexed_times(self, source: str, indexed: int) -> IndexedTimes:
-        """The spread of when `source`'s live documents were last indexed, of which
-        `indexed` have a time (the caller counted them): the two ends of
-        documents_by_indexed_at and a step to its middle."""
-        if not indexed:
-            return IndexedTimes(None, None, None)
+    def indexed_times(self, source: str) -> IndexedTimes:
+        """When `source`'s live documents were first and last indexed, of those ever
+        indexed: the two ends of documents_by_indexed_at."""
         where = "source = ? AND indexed_at IS NOT NULL AND status != 'deleted'"
-        first, middle, last = (
+        first, last = (
             self._conn.execute(
                 f"SELECT indexed_at FROM documents WHERE {where} ORDER BY indexed_at {order} "
-                "LIMIT 1 OFFSET ?",
-                (source, offset),
+                "LIMIT 1",
+                (source,),
             ).fetchone()
-            for order, offset in (("", 0), ("", indexed // 2), ("DESC", 0))
+            for order in ("", "DESC")
         )
-        return IndexedTimes(first and first[0], middle and middle[0], last and last[0])
-
-    def never_indexed(self, source: str) -> int:
-        """How many live documents of `source` were never indexed (no time): the start of
-        documents_by_indexed_at."""
-        row = self._conn.execute(
-            "SELECT COUNT(*) FROM documents WHERE source = ? AND indexed_at IS NULL "
-            "AND status != 'deleted'",
-            (source,),
-        ).fetchone()
-        return int(row[0])
+        return IndexedTimes(first and first[0], last and last[0])
 
     # -- the stale sets, as row ids ------------------------------------------------------
 
@@ -167,20 +153,17 @@ class ManifestReport(ManifestCounts):
         for row in rows:
             yield ServedFile(*row)
 
-    def stale_named(self, rows: Iterable[int]) -> list[tuple[int, NamedDocument]]:
-        """Each of these documents by row id, with its key and indexing time (its note left
-        empty), in order of key."""
-        wanted = list(rows)
-        found: list[tuple[int, NamedDocument]] = []
-        for start in range(0, len(wanted), 500):
-            part = wanted[start : start + 500]
-            marks = ",".join("?" * len(part))
-            found.extend(
-                (row, NamedDocument(key, "", indexed_at))
-                for row, key, indexed_at in self._conn.execute(
-                    f"SELECT rowid, key, indexed_at FROM documents WHERE rowid IN ({marks})", part
-                )
+    def stale_named(self, rows: Collection[int]) -> list[tuple[int, NamedDocument]]:
+        """Each of these documents (a list's worth) by row id, with its key and indexing
+        time (its note left empty), in order of key."""
+        marks = ",".join("?" * len(rows))
+        found = [
+            (row, NamedDocument(key, "", indexed_at))
+            for row, key, indexed_at in self._conn.execute(
+                f"SELECT rowid, key, indexed_at FROM documents WHERE rowid IN ({marks})",
+                tuple(rows),
             )
+        ]
         return sorted(found, key=lambda found: found[1])
 
     def rows_of_keys(self, source: str, keys: Iterable[str]) -> dict[str, int]:
