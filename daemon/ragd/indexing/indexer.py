@@ -25,7 +25,7 @@ from ragd.indexing.batches import BatchWriter, DocumentEvent, EventFn
 from ragd.indexing.entries import EntryUpdate, entry_outcome
 from ragd.indexing.file_outcomes import file_outcome, known_hash, stat_unchanged
 from ragd.indexing.parse_guard import ParseGuard
-from ragd.indexing.passes import IndexingPass, settle_vectors
+from ragd.indexing.passes import IndexBuilds, IndexingPass, settle_vectors
 from ragd.indexing.pipeline import Pipeline, PreparedWrite
 from ragd.indexing.preparing import Prepared, ToPrepare, prepare
 from ragd.indexing.report import IndexReport
@@ -85,6 +85,8 @@ class Indexer:
         self.batch_documents = batch_documents  # the first write batch of a pass
         self.should_stop = stop
         self.cleanup_older_than = cleanup_older_than  # LanceDB versions kept for readers
+        # Who builds vector indexes off the writer (the daemon's thread); None: in line.
+        self.index_builds: IndexBuilds | None = None
         self.worker_min_files = worker_min_files  # files a pass prepares before using a worker
         self.on_event = on_event
         self.parse_guard = ParseGuard(stores.paths.parsing)
@@ -369,7 +371,11 @@ class Indexer:
         its pass); the report counts them, and says interrupted if a stop cut it short."""
         report = IndexReport()
         if self.second is not None:
-            settle = partial(settle_vectors, cleanup_older_than=self.cleanup_older_than)
+            settle = partial(
+                settle_vectors,
+                cleanup_older_than=self.cleanup_older_than,
+                builds=self.index_builds,
+            )
             filled = fill(
                 self.stores,
                 self.second,
@@ -410,7 +416,10 @@ class Indexer:
             on_event=self.on_event,
         )
         return IndexingPass(
-            batches, stop=self.should_stop, cleanup_older_than=self.cleanup_older_than
+            batches,
+            stop=self.should_stop,
+            cleanup_older_than=self.cleanup_older_than,
+            builds=self.index_builds,
         )
 
     # -- deciding -------------------------------------------------------------------------

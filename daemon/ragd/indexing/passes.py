@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from datetime import timedelta
+from typing import Protocol
 
 from ragd.indexing.batches import BatchWriter
 from ragd.indexing.pipeline import PreparedWrite
@@ -29,6 +31,7 @@ class IndexingPass:
         *,
         stop: Callable[[], bool] | None,
         cleanup_older_than: timedelta,
+        builds: IndexBuilds | None = None,
     ) -> None:
         self.started = time.monotonic()
         self.batches = batches  # for this pass alone: it writes with this pass's checked_at
@@ -36,6 +39,7 @@ class IndexingPass:
         self.report = IndexReport()
         self._stop = stop
         self._cleanup_older_than = cleanup_older_than  # LanceDB versions kept for readers
+        self._builds = builds  # who builds vector indexes, when not this pass
         self._seen: set[str] = set()
         # Documents whose included files changed (ragd.sources.includes): parsed again
         # even when their own bytes are the same.
@@ -92,23 +96,46 @@ class IndexingPass:
         stores.manifest.mark_clean()
         if self.batches.wrote:
             vectors = stores.vectors(self.batches.embedder.dim)
-            settle_vectors(vectors, self._cleanup_older_than)
+            settle_vectors(vectors, self._cleanup_older_than, self._builds)
             if (second := stores.second_vectors()) is not None:
-                settle_vectors(second, self._cleanup_older_than)
+                settle_vectors(second, self._cleanup_older_than, self._builds)
         self.report.seconds = time.monotonic() - self.started
         return self.report
 
 
-def settle_vectors(vectors: VectorStore, cleanup_older_than: timedelta) -> None:
+class IndexBuilds(Protocol):
+    """Who builds vector indexes when they are not built in line (the daemon's thread)."""
+
+    def request(self, vectors: VectorStore) -> None:
+        """Build `vectors`' index if it is due, later."""
+        ...
+
+    def exclusive(self) -> AbstractContextManager[None]:
+        """Hold off builds while the caller compacts."""
+        ...
+
+
+def settle_vectors(
+    vectors: VectorStore, cleanup_older_than: timedelta, builds: IndexBuilds | None = None
+) -> None:
     """After writes: compact the vector table once commits left it fragmented, else build
-    its index once it is big enough."""
+    its index once it is big enough (by `builds`, when given)."""
     if vectors.needs_compaction():
-        compact_vectors(vectors, cleanup_older_than)
+        compact_vectors(vectors, cleanup_older_than, builds)
+    elif builds is not None:
+        builds.request(vectors)
     else:
         vectors.ensure_vector_index()
 
 
-def compact_vectors(vectors: VectorStore, cleanup_older_than: timedelta) -> None:
+def compact_vectors(
+    vectors: VectorStore, cleanup_older_than: timedelta, builds: IndexBuilds | None = None
+) -> None:
     """Compact the vector table, keeping versions younger than `cleanup_older_than` for
-    readers."""
-    vectors.optimize(cleanup_older_than)
+    readers, then build its index if due (by `builds`, when given)."""
+    if builds is None:
+        vectors.optimize(cleanup_older_than)
+        return
+    with builds.exclusive():
+        vectors.compact(cleanup_older_than)
+    builds.request(vectors)

@@ -26,6 +26,7 @@ from ragd.indexing.indexer import Indexer
 from ragd.indexing.passes import compact_vectors
 from ragd.service.access import serving_tokens
 from ragd.service.daemon.filler import SecondStageFiller
+from ragd.service.daemon.index_builder import IndexBuilder
 from ragd.service.daemon.intake import WebhookIntake
 from ragd.service.daemon.notify import Notifier
 from ragd.service.daemon.poller import Poller
@@ -93,6 +94,8 @@ class Daemon:
                 cleanup_older_than=config.schedule.cleanup_older_than,
                 other_sources=runtime.other_sources,
             )
+            self.index_builder = IndexBuilder(runtime.data_dir.lancedb, self.stop)
+            indexer.index_builds = self.index_builder
             # With the stores on object storage, commits are published for replicas.
             self.publishing = Publishing(
                 runtime.publisher(),
@@ -194,6 +197,7 @@ class Daemon:
         self.watcher.start()
         self.queue.enqueue("scan")
         self.writer.start()
+        self.index_builder.start()
         if self.filler is not None:
             self.filler.start()
         self.scheduler.start()
@@ -276,10 +280,11 @@ class Daemon:
     def compact(self) -> None:
         """The writer's `compact` job: LanceDB housekeeping, then the manifest's."""
         cleanup = self.runtime.config.schedule.cleanup_older_than
-        compact_vectors(self.stores.vectors(self.runtime.embedder.dim), cleanup)
+        builds = self.index_builder
+        compact_vectors(self.stores.vectors(self.runtime.embedder.dim), cleanup, builds)
         self.publishing.changed()  # compaction makes new versions
         if (second := self.stores.second_vectors()) is not None:
-            compact_vectors(second, cleanup)
+            compact_vectors(second, cleanup, builds)
         # Watch events and webhooks never run a full pass, which is what prunes the vector
         # cache; without this the manifest would grow with every edit.
         pruned = self.stores.manifest.prune_vectors()

@@ -397,16 +397,27 @@ class VectorStore:
         Rows written afterwards are searched exactly until `optimize` folds them in.
         """
         table = self._writer_table()
-        built_for = self._index_built_for() if self.has_vector_index() else None
         rows = self.count()
         if rows >= min_rows and not table.has_index("chunk_id"):
             table.create_key_index("chunk_id")  # 0.4 s at a million rows, 26 MB
-        if rows < min_rows or (built_for is not None and rows < INDEX_REGROWTH * built_for):
+        if not self.vector_index_due(min_rows):
             return False
         partitions = max(1, rows // ROWS_PER_PARTITION)
         table.create_index("vector", IvfSqIndex(partitions, IVF_SAMPLE_RATE))
         table.set_field_metadata("vector", {BUILT_FOR: str(rows)})
         return True
+
+    def vector_index_due(self, min_rows: int = VECTOR_INDEX_MIN_ROWS) -> bool:
+        """Whether `ensure_vector_index` would build: the table holds `min_rows` rows and
+        no index, or INDEX_REGROWTH times the rows its index was built for."""
+        if self._rows is None:
+            return False
+        rows = self.count()
+        if rows < min_rows:
+            return False
+        if not self.has_vector_index():
+            return True
+        return rows >= INDEX_REGROWTH * self._index_built_for()
 
     def _index_built_for(self) -> int:
         """The rows the vector index was built for; 0 if not recorded (an older ragd built
@@ -436,10 +447,15 @@ class VectorStore:
         it was reading (`ragd.adapters.lancedb.READ_ATTEMPTS`); one pinned to a version
         (a replica's) cannot, so keep the age at minutes while such readers run.
         """
-        self._writer_table().optimize(self._cleanup_age(cleanup_older_than))
+        self.compact(cleanup_older_than)
         # After compacting: an index built over the one compacted file searches faster than
         # one built over hundreds of small files and then compacted.
         self.ensure_vector_index()
+
+    def compact(self, cleanup_older_than: timedelta) -> None:
+        """`optimize` without building the vector index (the daemon builds it off the
+        writer: ragd.service.daemon.index_builder)."""
+        self._writer_table().optimize(self._cleanup_age(cleanup_older_than))
 
     def drop_superseded_versions(self) -> bool:
         """On a clean stop: drop every version but the latest and those replicas read,

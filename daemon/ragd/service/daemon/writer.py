@@ -340,7 +340,7 @@ class Writer(threading.Thread):
         try:
             rows = SecondStageWriter(stores).write(embedded)
             if (table := stores.second_vectors()) is not None:
-                settle_vectors(table, self.indexer.cleanup_older_than)
+                settle_vectors(table, self.indexer.cleanup_older_than, self.indexer.index_builds)
         except Exception as exc:  # a bad batch costs that batch; the filler reads it again
             self.stats.errors += 1
             log.exception("second_stage_write_failed", error=str(exc))
