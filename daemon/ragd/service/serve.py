@@ -237,7 +237,10 @@ class Daemon:
         if self.filler is not None:
             self.filler.wake.set()
         self.writer.join(max(0.1, deadline - time.monotonic()))
-        if not self.writer.is_alive():
+        # A build under way finishes first: a cleanup would delete the files of an index
+        # not yet committed (the builder stops once it is done).
+        self.index_builder.join(max(0.1, deadline - time.monotonic()))
+        if not self.writer.is_alive() and not self.index_builder.is_alive():
             self._drop_superseded_versions()
         self.http.join(max(0.1, deadline - time.monotonic()))
         log.info("stopped", writer_finished=not self.writer.is_alive())
