@@ -75,7 +75,12 @@ from ragd.embedding import Embedder, Matrix, normalise  # noqa: E402
 from ragd.indexing.passes import settle_vectors  # noqa: E402
 from ragd.indexing.second_stage import fill  # noqa: E402
 from ragd.service.runtime import Runtime  # noqa: E402
-from tests.integration.daemon import free_port, stop_daemon, wait_until  # noqa: E402
+from tests.integration.daemon import (  # noqa: E402
+    free_port,
+    scan_finished,
+    stop_daemon,
+    wait_until,
+)
 
 CORPUS = REPO.parent / "shared" / "corpora" / "tldr-pages.tar.gz"
 STAND_IN_SEED = 50
@@ -394,13 +399,6 @@ def latency_figures(seconds: list[float], duration: float) -> dict[str, float]:
         "p95_ms": at(0.95),
         "p99_ms": at(0.99),
     }
-
-
-def scan_finished(port: int) -> bool:
-    """Whether the daemon answers and its start-up scan is over."""
-    from tests.integration.daemon import scan_finished as finished
-
-    return finished(port)
 
 
 def report(figures: dict[str, Any]) -> None:

@@ -24,6 +24,20 @@ def _rows(prefix: str, count: int, rng: np.random.Generator) -> list[VectorRow]:
     return [VectorRow(f"{prefix}{n}", f"docs:{prefix}{n}.md", vectors[n]) for n in range(count)]
 
 
+def _write(store: VectorStore, rows: list[VectorRow]) -> None:
+    """Append rows of documents new to the table."""
+    docs = [r.doc_id for r in rows]
+    store.replace_documents(docs, rows, new=docs)
+
+
+def _table_due_an_index(tmp_path: Path, rng: np.random.Generator) -> tuple[VectorStore, int]:
+    """A table just past the size an index is built at, and its row count."""
+    store = VectorStore.open(tmp_path / "lancedb", DIM)
+    rows = _rows("a", VECTOR_INDEX_MIN_ROWS + 500, rng)
+    _write(store, rows)
+    return store, len(rows)
+
+
 @pytest.fixture
 def builder(tmp_path: Path) -> Iterator[IndexBuilder]:
     stop = threading.Event()
@@ -38,19 +52,17 @@ def test_the_writer_asks_and_the_index_is_built_off_its_thread(
     tmp_path: Path, builder: IndexBuilder
 ) -> None:
     rng = np.random.default_rng(5)
-    store = VectorStore.open(tmp_path / "lancedb", DIM)
-    first = _rows("a", VECTOR_INDEX_MIN_ROWS + 500, rng)
-    store.replace_documents([r.doc_id for r in first], first, new=[r.doc_id for r in first])
+    store, first = _table_due_an_index(tmp_path, rng)
 
     settle_vectors(store, timedelta(minutes=10), builder)
     assert not store.has_vector_index()  # the writer did not build it
     more = _rows("b", 300, rng)  # and writes on meanwhile
-    store.replace_documents([r.doc_id for r in more], more, new=[r.doc_id for r in more])
+    _write(store, more)
     wait_until(lambda: builder.built == 1, 60, 0.05)
     store.refresh()
 
     assert store.has_vector_index() and store.has_key_index()
-    assert store.count() == len(first) + len(more)
+    assert store.count() == first + len(more)
     assert store.search(more[0].vector, limit=1)[0][0] == more[0].chunk_id
     assert not store.vector_index_due()
 
@@ -58,10 +70,7 @@ def test_the_writer_asks_and_the_index_is_built_off_its_thread(
 def test_a_compaction_waits_for_a_build_under_way_then_asks_for_one(
     tmp_path: Path, builder: IndexBuilder
 ) -> None:
-    rng = np.random.default_rng(6)
-    store = VectorStore.open(tmp_path / "lancedb", DIM)
-    rows = _rows("a", VECTOR_INDEX_MIN_ROWS + 100, rng)
-    store.replace_documents([r.doc_id for r in rows], rows, new=[r.doc_id for r in rows])
+    store, _ = _table_due_an_index(tmp_path, np.random.default_rng(6))
 
     with builder.exclusive():
         settle_vectors(store, timedelta(minutes=10), builder)

@@ -383,10 +383,7 @@ class VectorStore:
         on the old model's vectors) would send searches to the wrong rows. True if built."""
         if not self.has_vector_index():
             return False
-        rows = self.count()
-        partitions = max(1, rows // ROWS_PER_PARTITION)
-        self._writer_table().create_index("vector", IvfSqIndex(partitions, IVF_SAMPLE_RATE))
-        self._writer_table().set_field_metadata("vector", {BUILT_FOR: str(rows)})
+        self._build_vector_index(self.count())
         return True
 
     def ensure_vector_index(self, min_rows: int = VECTOR_INDEX_MIN_ROWS) -> bool:
@@ -400,24 +397,29 @@ class VectorStore:
         rows = self.count()
         if rows >= min_rows and not table.has_index("chunk_id"):
             table.create_key_index("chunk_id")  # 0.4 s at a million rows, 26 MB
-        if not self.vector_index_due(min_rows):
+        if not self._index_due(rows, min_rows):
             return False
-        partitions = max(1, rows // ROWS_PER_PARTITION)
-        table.create_index("vector", IvfSqIndex(partitions, IVF_SAMPLE_RATE))
-        table.set_field_metadata("vector", {BUILT_FOR: str(rows)})
+        self._build_vector_index(rows)
         return True
 
     def vector_index_due(self, min_rows: int = VECTOR_INDEX_MIN_ROWS) -> bool:
         """Whether `ensure_vector_index` would build: the table holds `min_rows` rows and
         no index, or INDEX_REGROWTH times the rows its index was built for."""
-        if self._rows is None:
-            return False
-        rows = self.count()
+        return self._rows is not None and self._index_due(self.count(), min_rows)
+
+    def _index_due(self, rows: int, min_rows: int) -> bool:
         if rows < min_rows:
             return False
         if not self.has_vector_index():
             return True
         return rows >= INDEX_REGROWTH * self._index_built_for()
+
+    def _build_vector_index(self, rows: int) -> None:
+        """Build the IVF_SQ index for `rows` rows and record that count on the column."""
+        table = self._writer_table()
+        partitions = max(1, rows // ROWS_PER_PARTITION)
+        table.create_index("vector", IvfSqIndex(partitions, IVF_SAMPLE_RATE))
+        table.set_field_metadata("vector", {BUILT_FOR: str(rows)})
 
     def _index_built_for(self) -> int:
         """The rows the vector index was built for; 0 if not recorded (an older ragd built
