@@ -204,6 +204,42 @@ def test_an_edit_no_watch_event_reported_counts_only_once_one_is_queued(index: I
     assert reported["docs"].stale_by_reason["source_changed"] == 1
 
 
+class _QueuedMidScrape(ManifestCounts):
+    """A scrape during which the watcher queues an edit: just after the pending count."""
+
+    queue: Index
+
+    def queued_changes(self) -> dict[str, int]:
+        found = super().queued_changes()
+        self.queue.queue(("path", "gamma.md"))
+        return found
+
+
+def test_a_watch_event_queued_during_a_scrape_is_counted_whole_or_not_at_all(
+    index: Index,
+) -> None:
+    (index.root / "gamma.md").write_text("# Gamma\n\nGophers moved to the hills.\n")
+    counts = _QueuedMidScrape.open(index.data.manifest)
+    counts.queue = index
+    try:
+        during = measure_freshness(
+            counts, index.policies(), fingerprint=index.fingerprint, now=datetime.now(UTC)
+        )
+    finally:
+        counts.close()
+    after = index.measure()
+
+    # Both of the edit's counts, or neither: never the change found and its job unseen.
+    assert (
+        during["docs"].stale_by_reason["source_changed"],
+        during["docs"].stale_by_reason["pending"],
+    ) == (0, 0)
+    assert (
+        after["docs"].stale_by_reason["source_changed"],
+        after["docs"].stale_by_reason["pending"],
+    ) == (1, 1)
+
+
 def test_no_more_files_are_stated_than_the_budget(index: Index) -> None:
     for key in ("alpha.md", "beta.md", "gamma.md"):
         (index.root / key).write_text(f"# {key}\n\nRewritten.\n")

@@ -67,43 +67,45 @@ def measure_freshness(
     now: datetime,
     stat_budget: int = STAT_BUDGET,
 ) -> dict[str, SourceFreshness]:
-    """Per source, configured (`policies`) or still in the manifest, its freshness."""
+    """Per source, configured (`policies`) or still in the manifest, its freshness, every
+    count read from one snapshot of the manifest."""
     tallies: dict[str, _Tally] = {name: _Tally() for name in policies}
-    for state in counts.states():
-        tally = tallies.setdefault(state.source, _Tally())
-        tally.chunks += state.chunks  # a document's chunks stay until its delete commits
-        if state.status == "deleted":
-            continue
-        tally.documents += state.documents
-        if state.status == "failed":
-            tally.failed += state.documents
-            continue
-        tally.served += state.documents
-        if state.status == "pending":
-            tally.pending += state.documents
-        if state.fingerprint != fingerprint:
-            tally.other_fingerprint += state.documents
-    queued = counts.queued_changes()
-    unreachable = counts.unreachable_sources()
-    changed = _file_reasons(counts, policies, stat_budget)
-    found: dict[str, SourceFreshness] = {}
-    for name, tally in tallies.items():
-        policy = policies.get(name)
-        reasons = dict.fromkeys(REASONS, 0) | changed.get(name, {})
-        reasons[PENDING] = tally.pending + queued.get(name, 0)
-        reasons[FINGERPRINT] = tally.other_fingerprint
-        if name in unreachable:
-            reasons[MAX_AGE] = tally.served  # nothing vouches for any of them now
-        elif policy is not None:
-            reasons[MAX_AGE] = counts.unconfirmed(name, format_time(now - policy.max_age))
-        found[name] = SourceFreshness(
-            documents=tally.documents,
-            chunks=tally.chunks,
-            failed=tally.failed,
-            stale_by_reason=reasons,
-            oldest_confirmed_at=counts.oldest_confirmation(name),
-            checked_at=counts.checked_at(name),
-        )
+    with counts.snapshot():
+        for state in counts.states():
+            tally = tallies.setdefault(state.source, _Tally())
+            tally.chunks += state.chunks  # a document's chunks stay until its delete commits
+            if state.status == "deleted":
+                continue
+            tally.documents += state.documents
+            if state.status == "failed":
+                tally.failed += state.documents
+                continue
+            tally.served += state.documents
+            if state.status == "pending":
+                tally.pending += state.documents
+            if state.fingerprint != fingerprint:
+                tally.other_fingerprint += state.documents
+        queued = counts.queued_changes()
+        unreachable = counts.unreachable_sources()
+        changed = _file_reasons(counts, policies, stat_budget)
+        found: dict[str, SourceFreshness] = {}
+        for name, tally in tallies.items():
+            policy = policies.get(name)
+            reasons = dict.fromkeys(REASONS, 0) | changed.get(name, {})
+            reasons[PENDING] = tally.pending + queued.get(name, 0)
+            reasons[FINGERPRINT] = tally.other_fingerprint
+            if name in unreachable:
+                reasons[MAX_AGE] = tally.served  # nothing vouches for any of them now
+            elif policy is not None:
+                reasons[MAX_AGE] = counts.unconfirmed(name, format_time(now - policy.max_age))
+            found[name] = SourceFreshness(
+                documents=tally.documents,
+                chunks=tally.chunks,
+                failed=tally.failed,
+                stale_by_reason=reasons,
+                oldest_confirmed_at=counts.oldest_confirmation(name),
+                checked_at=counts.checked_at(name),
+            )
     return found
 
 

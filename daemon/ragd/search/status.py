@@ -180,35 +180,39 @@ def build_status(
     now = datetime.now(UTC)
     configured: Mapping[str, SourceInfo] = {s.name: s for s in sources}
     names = [s.name for s in sources] + sorted(set(manifest.sources()) - set(configured))
-    states: dict[str, list[StateCount]] = {}
-    jobs, oldest_job = manifest.queued_jobs()
-    chunks = Counter[str]()
-    for state in manifest.states():
-        states.setdefault(state.source, []).append(state)
-        chunks[state.source] += state.chunks
-    coverage = manifest.second_stage_coverage(chunks) if second_stage_model is not None else None
-    unreachable = manifest.unreachable_sources()
-    skipped = manifest.skipped_files()
-    source_reports = []
-    for name in names:
-        info = configured.get(name)
-        stale = _StaleRows(manifest, name, fingerprint, now)
-        policy = info.policy if info else None
-        stale.find(policy, states.get(name, []), unreachable.get(name), watched)
-        source_reports.append(
-            _source_status(
-                manifest,
-                name,
-                info,
-                states.get(name, []),
-                stale,
-                list_limit,
-                pending_jobs=jobs.get(name, 0),
-                second_stage=None if coverage is None else coverage.get(name, (0, 0)),
-                skipped=skipped.get(name, SkippedFiles()),
-                unreachable=unreachable.get(name),
-            )
+    # One snapshot for every count and list, so that they add up.
+    with manifest.snapshot():
+        states: dict[str, list[StateCount]] = {}
+        jobs, oldest_job = manifest.queued_jobs()
+        chunks = Counter[str]()
+        for state in manifest.states():
+            states.setdefault(state.source, []).append(state)
+            chunks[state.source] += state.chunks
+        coverage = (
+            manifest.second_stage_coverage(chunks) if second_stage_model is not None else None
         )
+        unreachable = manifest.unreachable_sources()
+        skipped = manifest.skipped_files()
+        source_reports = []
+        for name in names:
+            info = configured.get(name)
+            stale = _StaleRows(manifest, name, fingerprint, now)
+            policy = info.policy if info else None
+            stale.find(policy, states.get(name, []), unreachable.get(name), watched)
+            source_reports.append(
+                _source_status(
+                    manifest,
+                    name,
+                    info,
+                    states.get(name, []),
+                    stale,
+                    list_limit,
+                    pending_jobs=jobs.get(name, 0),
+                    second_stage=None if coverage is None else coverage.get(name, (0, 0)),
+                    skipped=skipped.get(name, SkippedFiles()),
+                    unreachable=unreachable.get(name),
+                )
+            )
     agreement = (
         compare_counts(manifest, vectors, keywords)
         if watched

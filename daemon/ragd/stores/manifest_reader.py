@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from itertools import pairwise
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -59,6 +60,17 @@ class ManifestReader:
     def open(cls, path: Path) -> ManifestReader:
         """Open for reading only; StoreError when no index exists yet."""
         return cls(connect_reader(path), path)
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Every read inside sees the same commit. Counts read one after another otherwise
+        may straddle a commit: a watch event queued between them is then both unseen and
+        seen (a change found, but not the job that says it waits)."""
+        self._conn.execute("BEGIN")
+        try:
+            yield
+        finally:
+            self._conn.execute("COMMIT")
 
     def close(self) -> None:
         """Close the connection."""
