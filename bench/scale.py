@@ -216,9 +216,12 @@ def disk_mib(data: Path) -> dict[str, float]:
     return sizes
 
 
-def recall_at_10(runtime: Runtime, queries: list[str], candidates: int) -> dict[str, float]:
+def recall_at_10(
+    runtime: Runtime, queries: list[str], candidates: int, probes: int | None = None
+) -> dict[str, float]:
     """The first stage's vector search (its index, `candidates` deep as ragd asks, the top
-    10 kept) against exact cosine search over every row of the table."""
+    10 kept, reading `probes` IVF partitions or as many as ragd reads) against exact cosine
+    search over every row of the table."""
     import lancedb
 
     from ragd.stores.vectors import FIRST_STAGE
@@ -233,6 +236,8 @@ def recall_at_10(runtime: Runtime, queries: list[str], candidates: int) -> dict[
     recalls: list[float] = []
     pages: list[float] = []
     with runtime.readers(ids_in_memory=True) as stores:
+        if probes is not None:
+            stores.vectors.probes = probes
         for vector in vectors:
             if not np.any(vector):
                 continue
@@ -252,28 +257,24 @@ def recall_at_10(runtime: Runtime, queries: list[str], candidates: int) -> dict[
 
 def probe_grid(runtime: Runtime, queries: list[str], probes: Sequence[int]) -> list[Any]:
     """Recall@10 and vector search p50/p95 with each IVF probe count: what
-    `ragd.adapters.lancedb.NPROBES` trades (set here for the measurement only)."""
-    from ragd.adapters import lancedb as adapter
-
-    kept, found = adapter.NPROBES, []
-    try:
-        for nprobes in probes:
-            adapter.NPROBES = nprobes
-            recall = recall_at_10(runtime, queries, runtime.config.search.candidates)
-            vectors = runtime.embedder.embed(queries)
-            seconds = []
-            with runtime.readers(ids_in_memory=True) as stores:
-                for vector in vectors[:20]:
-                    stores.vectors.search(vector, runtime.config.search.candidates)
-                for vector in vectors:
-                    started = time.perf_counter()
-                    stores.vectors.search(vector, runtime.config.search.candidates)
-                    seconds.append(time.perf_counter() - started)
-            run = latency_figures(seconds, sum(seconds))
-            found.append([nprobes, recall["recall_at_10"], run["p50_ms"], run["p95_ms"]])
-            print(json.dumps(found[-1]), flush=True)
-    finally:
-        adapter.NPROBES = kept
+    `ragd.stores.vectors.probes_for` trades (set on the reader for the measurement)."""
+    found = []
+    candidates = runtime.config.search.candidates
+    for nprobes in probes:
+        recall = recall_at_10(runtime, queries, candidates, nprobes)
+        vectors = runtime.embedder.embed(queries)
+        seconds = []
+        with runtime.readers(ids_in_memory=True) as stores:
+            stores.vectors.probes = nprobes
+            for vector in vectors[:20]:
+                stores.vectors.search(vector, candidates)
+            for vector in vectors:
+                started = time.perf_counter()
+                stores.vectors.search(vector, candidates)
+                seconds.append(time.perf_counter() - started)
+        run = latency_figures(seconds, sum(seconds))
+        found.append([nprobes, recall["recall_at_10"], run["p50_ms"], run["p95_ms"]])
+        print(json.dumps(found[-1]), flush=True)
     return found
 
 

@@ -207,7 +207,7 @@ def test_a_reader_missing_a_row_id_below_those_it_holds_reads_every_row_again(
     # What a LanceDB that reused or renumbered row ids would look like to the reader.
     table._ids = held([1 << 62], ["stale"])
 
-    assert [(c, s) for c, s in table.start_nearest(query, 5)()] == best
+    assert [(c, s) for c, s in table.start_nearest(query, 5, probes=20)()] == best
 
 
 def test_held_chunk_ids_are_read_again_once_gone_rows_would_outnumber_live_ones(
@@ -221,7 +221,7 @@ def test_held_chunk_ids_are_read_again_once_gone_rows_would_outnumber_live_ones(
     writer.replace_documents(["docs:c.md"], late, new=["docs:c.md"])
     table.refresh()
 
-    assert table.start_nearest(late[0].vector, 1)()[0][0] == late[0].chunk_id
+    assert table.start_nearest(late[0].vector, 1, probes=20)()[0][0] == late[0].chunk_id
     assert table._ids is not None
     assert len(table._ids) == table.count() == 55
 

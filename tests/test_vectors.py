@@ -409,7 +409,7 @@ def test_an_index_that_does_not_record_its_rows_is_built_again_once(
     store.replace_documents(["docs:a.md"], make_rows("docs:a.md", 1000, rng))
     table = adapter.open_vector_table(tmp_path / "lancedb")
     assert table is not None
-    table.create_index("vector", adapter.IvfSqIndex(partitions=2, sample_rate=16))
+    table.create_index("vector", adapter.IvfSqIndex(partitions=2))
     store.refresh()  # an index an older ragd built, which recorded no row count
 
     assert store.ensure_vector_index(min_rows=1000) is True

@@ -163,21 +163,15 @@ def sql_in(column: str, values: Collection[str]) -> str:
 # their full vectors. Many near-duplicate chunks (one page in many product versions) sit
 # closer together than the codes tell apart. An exact search (no index) is unaffected.
 REFINE_FACTOR = 2
-# IVF partitions (of ~1,024 rows each, `ragd.stores.vectors`) a search reads: LanceDB's
-# default, stated. At a million rows each more costs ~0.33 ms (`bench/scale.py --probes`:
-# recall@10 against exact search .93 with 20, .96 with 30, .98 with 40, at 12, 15 and
-# 18 ms per vector search), which a hybrid query re-scored by the second stage pays
-# twice, once per stage; below ~20k rows every partition is read anyway.
-NPROBES = 20
 
 
 @dataclass(frozen=True, slots=True)
 class IvfSqIndex:
-    """An IVF_SQ vector index: `partitions` clusters, k-means trained on `sample_rate` rows
-    per partition."""
+    """An IVF_SQ vector index of `partitions` clusters, k-means trained on LanceDB's default
+    sample (256 rows per partition): a smaller sample builds faster but leaves partitions
+    uneven, and a search of the crowded ones reads more rows for less recall."""
 
     partitions: int
-    sample_rate: int
 
 
 def doc_filter(doc_pattern: str) -> str:
@@ -412,11 +406,17 @@ class VectorTable:
         return int(self._read("read", self._lance_table.count_rows))
 
     def start_nearest(
-        self, query: npt.NDArray[np.float32], limit: int, doc_pattern: str | None = None
+        self,
+        query: npt.NDArray[np.float32],
+        limit: int,
+        doc_pattern: str | None = None,
+        *,
+        probes: int,
     ) -> Callable[[], list[tuple[str, float]]]:
         """Start finding the `limit` rows nearest to `query` by cosine distance, among the
-        rows whose whole doc_id matches `doc_pattern` when given; the returned function
-        waits for them as (chunk_id, cosine similarity), best first.
+        rows whose whole doc_id matches `doc_pattern` when given, reading `probes` of the
+        vector index's partitions; the returned function waits for them as (chunk_id,
+        cosine similarity), best first.
 
         Rows with no cosine similarity (zero vectors) are left out. "_distance" is selected
         explicitly (that silences a deprecation warning per query); the metric is explicit
@@ -426,7 +426,7 @@ class VectorTable:
 
         def search() -> Coroutine[Any, Any, pa.Table]:
             nearest = self._lance_table.query().nearest_to(query).distance_type("cosine")
-            nearest = nearest.limit(limit).nprobes(NPROBES).refine_factor(REFINE_FACTOR)
+            nearest = nearest.limit(limit).nprobes(probes).refine_factor(REFINE_FACTOR)
             if doc_pattern is not None:
                 nearest = nearest.where(doc_filter(doc_pattern))
             if by_row_id:
@@ -549,9 +549,7 @@ class VectorTable:
         """Build (or rebuild) an IVF_SQ cosine index on a vector column."""
         from lancedb.index import IvfSq
 
-        config = IvfSq(
-            distance_type="cosine", num_partitions=index.partitions, sample_rate=index.sample_rate
-        )
+        config = IvfSq(distance_type="cosine", num_partitions=index.partitions)
         # lancedb's annotation of `config` omits IvfSq; its own check at run time lists it.
         self._run("index", self._lance_table.create_index(column, config=config))  # type: ignore[arg-type]
 

@@ -53,10 +53,13 @@ COMPACT_AT_FRAGMENTS = 32
 # rewrites most rows (a new pipeline fingerprint re-keys every document) leaves the index
 # covering almost none, without adding many files; past this share a writer folds them in.
 UNINDEXED_AT_SHARE = 0.1
-# k-means trains on this many rows per partition (LanceDB's default is 256), so its cost
-# grows with the square of the partition count; 16 builds 125k rows' index in about a
-# quarter of the default's time at the same recall@10 and @50 (bench/vector_index.py).
-IVF_SAMPLE_RATE = 16
+# A search reads at least this many IVF partitions, and at least one in PROBE_SHARE of
+# them: recall@10 against exact search follows the share of rows read. At a million rows
+# (1,007 partitions, k-means on LanceDB's default 256 rows per partition) it was .85 with
+# 20 partitions, .94 with 100 and .955 with 126, at 5.6, 9.8 and 11.4 ms per search
+# (`bench/scale.py --probes`); at 125k rows 20 is one in six.
+MIN_PROBES = 20
+PROBE_SHARE = 8
 # An index keeps the partition count it was built with, so a table that grows keeps
 # searching 20 partitions of ever more rows. Once the table holds this many times the rows
 # the index was built for, the index is built again: its cost grows with the square of the
@@ -85,6 +88,11 @@ class VectorRow:
     chunk_id: str
     doc_id: str
     vector: npt.NDArray[np.float32]
+
+
+def probes_for(index_rows: int) -> int:
+    """The IVF partitions a search reads in an index built for `index_rows` rows."""
+    return max(MIN_PROBES, -(-(index_rows // ROWS_PER_PARTITION) // PROBE_SHARE))
 
 
 def checked_matrix(rows: Sequence[VectorRow], dim: int) -> npt.NDArray[np.float32]:
@@ -135,6 +143,8 @@ class VectorStore:
         self._hold_ids = hold_ids
         if table is not None and hold_ids:
             table.hold_chunk_ids()
+        # The IVF partitions a search reads, from the rows the index was built for.
+        self.probes = probes_for(self._index_built_for())
 
     @classmethod
     def open(
@@ -358,7 +368,7 @@ class VectorStore:
             raise ValueError(f"query vector shape {query.shape}, expected ({self._rows.dim},)")
         if not np.isfinite(query).all():
             raise ValueError("query vector has NaN or infinite values")
-        return self._rows.start_nearest(query, limit, doc_pattern)
+        return self._rows.start_nearest(query, limit, doc_pattern, probes=self.probes)
 
     def version(self) -> int | None:
         """The table version this handle reads; None when there is no table."""
@@ -418,13 +428,16 @@ class VectorStore:
         """Build the IVF_SQ index for `rows` rows and record that count on the column."""
         table = self._writer_table()
         partitions = max(1, rows // ROWS_PER_PARTITION)
-        table.create_index("vector", IvfSqIndex(partitions, IVF_SAMPLE_RATE))
+        table.create_index("vector", IvfSqIndex(partitions))
         table.set_field_metadata("vector", {BUILT_FOR: str(rows)})
+        self.probes = probes_for(rows)
 
     def _index_built_for(self) -> int:
         """The rows the vector index was built for; 0 if not recorded (an older ragd built
         it, or a crash came between the build and the record), which builds it again."""
-        recorded = self._writer_table().field_metadata("vector").get(BUILT_FOR, "")
+        if self._rows is None:
+            return 0
+        recorded = self._rows.field_metadata("vector").get(BUILT_FOR, "")
         return int(recorded) if recorded.isdigit() else 0
 
     def small_fragments(self) -> int:
@@ -500,3 +513,4 @@ class VectorStore:
             self._rows = open_vector_table(self._directory, table_name=self._name)
             if self._rows is not None and self._hold_ids:
                 self._rows.hold_chunk_ids()
+        self.probes = probes_for(self._index_built_for())
