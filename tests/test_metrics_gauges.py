@@ -220,6 +220,7 @@ def test_a_watch_event_queued_during_a_scrape_is_counted_whole_or_not_at_all(
 ) -> None:
     (index.root / "gamma.md").write_text("# Gamma\n\nGophers moved to the hills.\n")
     counts = _QueuedMidScrape.open(index.data.manifest)
+    assert isinstance(counts, _QueuedMidScrape)
     counts.queue = index
     try:
         during = measure_freshness(
