@@ -13,10 +13,12 @@ import threading
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
+from ragd.adapters import lancedb as adapter
 from ragd.errors import StoreError
 from ragd.stores.vectors import VectorRow, VectorStore
 
@@ -136,3 +138,44 @@ def test_a_handle_pinned_to_a_version_a_cleanup_deleted_fails_rather_than_move(
 
     with pytest.raises(StoreError, match="Not found"):
         pinned.chunk_ids()
+
+
+class NewestManifestDeletedOnce:
+    """A real table whose first checkout of the latest commit fails as Lance's does when a
+    commit and a cleanup land between its listing of the versions and its read of the
+    newest one (the CI failure this guards; the real race is too narrow to force)."""
+
+    def __init__(self, table: Any) -> None:
+        self._table = table
+        self.checkouts = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._table, name)
+
+    async def checkout_latest(self) -> None:
+        self.checkouts += 1
+        if self.checkouts == 1:
+            raise RuntimeError(
+                "lance error: LanceError(IO): Not found: lancedb/chunks.lance/_versions/"
+                "18446744073709551442.manifest"
+            )
+        await self._table.checkout_latest()
+
+
+def test_a_refresh_that_meets_the_newest_manifest_deleted_is_run_again(tmp_path: Path) -> None:
+    directory = tmp_path / "lancedb"
+    writer = seeded(directory)
+    lance = adapter.runtime()
+
+    async def open_table() -> Any:
+        db = await lance.lancedb.connect_async(str(directory), session=lance.session)
+        return await db.open_table("chunks")
+
+    table = NewestManifestDeletedOnce(lance.run(open_table()))
+    reader = adapter.VectorTable(lance, table, directory, DIM)
+    writer.upsert(rows_of(0, np.random.default_rng(1)))
+
+    reader.refresh()
+
+    assert table.checkouts == 2
+    assert reader.version() == writer.version()

@@ -359,8 +359,14 @@ class VectorTable:
                     if not (again and removed_by_cleanup(exc)):
                         raise
                 if of_version:
-                    self._lance.run(self._lance_table.checkout_latest())  # type: ignore[no-untyped-call]
+                    self._move_to_latest(action)
             return self._lance.run(read())
+
+    def _move_to_latest(self, action: str) -> None:
+        """Check out the latest commit. Finding it lists the versions and then reads the
+        newest manifest; a commit and a cleanup in between delete the one it listed, so the
+        checkout, like a listing, is run again (`READ_ATTEMPTS`)."""
+        self._read(action, self._lance_table.checkout_latest, of_version=False)
 
     # -- writes ----------------------------------------------------------------------------
 
@@ -448,7 +454,7 @@ class VectorTable:
                 if not (self._follows_latest and removed_by_cleanup(exc.__cause__ or exc)):
                     raise
                 # Begun on a version a cleanup then deleted: searched again, on the latest.
-                self._run("refresh", self._lance_table.checkout_latest())  # type: ignore[no-untyped-call]
+                self._move_to_latest("refresh")
                 found = self._read("search", search)
             if by_row_id:
                 ids = self._chunk_ids_of(found["_rowid"].to_numpy())
@@ -517,7 +523,7 @@ class VectorTable:
 
     def refresh(self) -> None:
         """Move to the latest commit (a handle otherwise stays on the version it opened)."""
-        self._run("refresh", self._lance_table.checkout_latest())  # type: ignore[no-untyped-call]
+        self._move_to_latest("refresh")
 
     def version(self) -> int:
         """The version this handle reads (the newest commit it has seen)."""
