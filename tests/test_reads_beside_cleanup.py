@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pytest
@@ -21,6 +21,9 @@ import pytest
 from ragd.adapters import lancedb as adapter
 from ragd.errors import StoreError
 from ragd.stores.vectors import VectorRow, VectorStore
+
+if TYPE_CHECKING:
+    from lancedb.table import AsyncTable
 
 DIM = 8
 DOCS = 20
@@ -172,7 +175,7 @@ def test_a_refresh_that_meets_the_newest_manifest_deleted_is_run_again(tmp_path:
         return await db.open_table("chunks")
 
     table = NewestManifestDeletedOnce(lance.run(open_table()))
-    reader = adapter.VectorTable(lance, table, directory, DIM)
+    reader = adapter.VectorTable(lance, cast("AsyncTable", table), directory, DIM)
     writer.upsert(rows_of(0, np.random.default_rng(1)))
 
     reader.refresh()
