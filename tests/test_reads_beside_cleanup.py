@@ -143,42 +143,88 @@ def test_a_handle_pinned_to_a_version_a_cleanup_deleted_fails_rather_than_move(
         pinned.chunk_ids()
 
 
-class NewestManifestDeletedOnce:
-    """A real table whose first checkout of the latest commit fails as Lance's does when a
-    commit and a cleanup land between its listing of the versions and its read of the
-    newest one (the CI failure this guards; the real race is too narrow to force)."""
+class ManifestsDeletedBeneath:
+    """A real table whose first `times` listings of its versions fail as Lance's do when a
+    cleanup deletes a manifest between the listing and its read, and whose first checkout
+    of the latest commit fails as when a commit and a cleanup land between its listing and
+    its read of the newest one (the CI failures this guards; the races are too narrow to
+    force on a real table every run)."""
 
-    def __init__(self, table: Any) -> None:
+    def __init__(self, table: Any, times: int = 1) -> None:
         self._table = table
-        self.checkouts = 0
+        self._times = times
+        self.checkouts = self.listings = 0
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._table, name)
 
     async def checkout_latest(self) -> None:
         self.checkouts += 1
-        if self.checkouts == 1:
-            raise RuntimeError(
-                "lance error: LanceError(IO): Not found: lancedb/chunks.lance/_versions/"
-                "18446744073709551442.manifest"
-            )
+        if self.checkouts <= self._times:
+            raise self.not_found()
         await self._table.checkout_latest()
 
+    async def list_versions(self) -> Any:
+        self.listings += 1
+        if self.listings <= self._times:
+            raise self.not_found()
+        return await self._table.list_versions()
 
-def test_a_refresh_that_meets_the_newest_manifest_deleted_is_run_again(tmp_path: Path) -> None:
-    directory = tmp_path / "lancedb"
-    writer = seeded(directory)
+    @staticmethod
+    def not_found() -> RuntimeError:
+        return RuntimeError(
+            "lance error: LanceError(IO): Not found: lancedb/chunks.lance/_versions/"
+            "18446744073709551442.manifest"
+        )
+
+
+def reader_on(directory: Path, table: ManifestsDeletedBeneath) -> adapter.VectorTable:
+    return adapter.VectorTable(adapter.runtime(), cast("AsyncTable", table), directory, DIM)
+
+
+def real_table(directory: Path) -> Any:
     lance = adapter.runtime()
 
     async def open_table() -> Any:
         db = await lance.lancedb.connect_async(str(directory), session=lance.session)
         return await db.open_table("chunks")
 
-    table = NewestManifestDeletedOnce(lance.run(open_table()))
-    reader = adapter.VectorTable(lance, cast("AsyncTable", table), directory, DIM)
+    return lance.run(open_table())
+
+
+def test_a_refresh_that_meets_the_newest_manifest_deleted_is_run_again(tmp_path: Path) -> None:
+    directory = tmp_path / "lancedb"
+    writer = seeded(directory)
+    table = ManifestsDeletedBeneath(real_table(directory))
+    reader = reader_on(directory, table)
     writer.upsert(rows_of(0, np.random.default_rng(1)))
 
     reader.refresh()
 
     assert table.checkouts == 2
     assert reader.version() == writer.version()
+
+
+def test_a_listing_that_meets_deleted_manifests_on_all_but_its_last_attempt_answers(
+    tmp_path: Path,
+) -> None:
+    # A cleanup deletes file after file: the retries pause so as not to meet the same one's.
+    directory = tmp_path / "lancedb"
+    writer = seeded(directory)
+    table = ManifestsDeletedBeneath(real_table(directory), times=adapter.READ_ATTEMPTS - 1)
+
+    assert reader_on(directory, table).version_count() == writer.version_count()
+    assert table.listings == adapter.READ_ATTEMPTS
+
+
+def test_a_listing_that_meets_deleted_manifests_on_every_attempt_fails_naming_the_store(
+    tmp_path: Path,
+) -> None:
+    # The bound: READ_ATTEMPTS reads, not a loop for as long as cleanups run.
+    directory = tmp_path / "lancedb"
+    seeded(directory)
+    table = ManifestsDeletedBeneath(real_table(directory), times=adapter.READ_ATTEMPTS)
+
+    with pytest.raises(StoreError, match=r"cannot read the LanceDB store at .*Not found"):
+        reader_on(directory, table).version_count()
+    assert table.listings == adapter.READ_ATTEMPTS

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Callable, Collection, Coroutine, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
@@ -70,8 +71,11 @@ ROW_IDS_TESTED = ((0, 38), (0, 40))
 # A cleanup (`optimize`) deletes the files of versions older than its cut-off while other
 # handles read: a handle on such a version, or a listing of versions that meets a manifest
 # deleted after it was listed, fails with Lance's "Not found" naming the file. The read is
-# tried again, on the latest version, at most this many times in all (docs/soak.md).
-READ_ATTEMPTS = 3
+# tried again, on the latest version, at most this many times in all (docs/soak.md), the
+# n-th time after n pauses: a cleanup deletes file after file, and a read tried at once
+# can meet the same cleanup's next deletion.
+READ_ATTEMPTS = 4
+READ_RETRY_PAUSE = 0.01  # seconds
 
 
 class _Runtime:
@@ -352,12 +356,13 @@ class VectorTable:
         """
         again = not of_version or self._follows_latest
         with lance_errors(action, self._directory):
-            for _ in range(READ_ATTEMPTS - 1):
+            for attempt in range(1, READ_ATTEMPTS):
                 try:
                     return self._lance.run(read())
                 except _LANCE_ERRORS as exc:
                     if not (again and removed_by_cleanup(exc)):
                         raise
+                time.sleep(READ_RETRY_PAUSE * attempt)
                 if of_version:
                     self._move_to_latest(action)
             return self._lance.run(read())
