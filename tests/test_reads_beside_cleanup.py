@@ -228,3 +228,28 @@ def test_a_listing_that_meets_deleted_manifests_on_every_attempt_fails_naming_th
     with pytest.raises(StoreError, match=r"cannot read the LanceDB store at .*Not found"):
         reader_on(directory, table).version_count()
     assert table.listings == adapter.READ_ATTEMPTS
+
+
+def test_only_a_file_a_cleanup_deleted_makes_a_read_run_again() -> None:
+    calls: list[str] = []
+
+    def damaged() -> None:
+        calls.append("read")
+        raise OSError("lance error: corrupt file: data/1.lance")
+
+    with pytest.raises(OSError, match="corrupt"):
+        adapter.beside_cleanups(damaged, before_again=lambda: calls.append("move"))
+    assert calls == ["read"]
+
+
+def test_a_read_run_again_is_first_moved_to_the_latest_version() -> None:
+    calls: list[str] = []
+
+    def read() -> int:
+        calls.append("read")
+        if calls.count("read") < 3:
+            raise ManifestsDeletedBeneath.not_found()
+        return 7
+
+    assert adapter.beside_cleanups(read, before_again=lambda: calls.append("move")) == 7
+    assert calls == ["read", "move", "read", "move", "read"]

@@ -153,6 +153,21 @@ def removed_by_cleanup(exc: BaseException) -> bool:
     return isinstance(exc, _LANCE_ERRORS) and "Not found" in str(exc)
 
 
+def beside_cleanups(run: Callable[[], T], *, before_again: Callable[[], None] | None = None) -> T:
+    """`run()`, run again (after `before_again()`) while it meets a file a cleanup deleted:
+    at most `READ_ATTEMPTS` times, the n-th after n pauses of `READ_RETRY_PAUSE`."""
+    for attempt in range(1, READ_ATTEMPTS):
+        try:
+            return run()
+        except _LANCE_ERRORS as exc:
+            if not removed_by_cleanup(exc):
+                raise
+        time.sleep(READ_RETRY_PAUSE * attempt)
+        if before_again is not None:
+            before_again()
+    return run()
+
+
 def sql_string(value: str) -> str:
     """Quote `value` as a SQL string literal for a LanceDB filter (a `'` is doubled)."""
     return "'" + value.replace("'", "''") + "'"
@@ -300,7 +315,13 @@ def open_vector_table(
     with lance_errors("open", directory):
         if create_dim is not None and isinstance(directory, Path):
             directory.mkdir(parents=True, exist_ok=True)
-        table = lance.run(open_table())
+        # Opening reads the newest manifest, which a commit and a cleanup can delete
+        # after it was listed; a version asked for stays asked for.
+        table = (
+            beside_cleanups(lambda: lance.run(open_table()))
+            if version is None
+            else lance.run(open_table())
+        )
         if table is None:
             return None
         schema = lance.run(table.schema())
@@ -354,18 +375,13 @@ class VectorTable:
         a version; a listing of versions is simply run again, and then sees the cleanup's
         outcome.
         """
-        again = not of_version or self._follows_latest
         with lance_errors(action, self._directory):
-            for attempt in range(1, READ_ATTEMPTS):
-                try:
-                    return self._lance.run(read())
-                except _LANCE_ERRORS as exc:
-                    if not (again and removed_by_cleanup(exc)):
-                        raise
-                time.sleep(READ_RETRY_PAUSE * attempt)
-                if of_version:
-                    self._move_to_latest(action)
-            return self._lance.run(read())
+            if of_version and not self._follows_latest:
+                return self._lance.run(read())
+            return beside_cleanups(
+                lambda: self._lance.run(read()),
+                before_again=(lambda: self._move_to_latest(action)) if of_version else None,
+            )
 
     def _move_to_latest(self, action: str) -> None:
         """Check out the latest commit. Finding it lists the versions and then reads the
