@@ -10,10 +10,10 @@ it (as edits do), then builds the index as the daemon does
 (`VectorStore.ensure_vector_index`) and prints the seconds.
 
 Why: k-means trains on a sample of 256 rows per partition that LanceDB takes by row
-offset. A data file carrying a deletion file of fewer than ~5,000 rows (Lance stores
-those as a list; more, as a bitmap) makes each taken row cost time in proportion to the
-file's rows, so the build grows with the square of the file; docs/performance.md has the
-figures.
+offset. A data file whose deleted rows Lance lists (5,000 deleted were still a list
+here; 20,000 were a bitmap, which is fast) makes each taken row cost time in proportion
+to the file's rows, so the build grows with the square of the file; docs/performance.md
+has the figures.
 """
 
 from __future__ import annotations
