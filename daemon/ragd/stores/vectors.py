@@ -60,10 +60,12 @@ UNINDEXED_AT_SHARE = 0.1
 # (`bench/scale.py --probes`); at 125k rows 20 is one in six.
 MIN_PROBES = 20
 PROBE_SHARE = 8
-# An index keeps the partition count it was built with, so a table that grows keeps
-# searching 20 partitions of ever more rows. Once the table holds this many times the rows
-# the index was built for, the index is built again: its cost grows with the square of the
-# rows, so the rebuilds of a growing table sum to about a third more than the last.
+# An index keeps the partitions it was built with, so a table that grows keeps searching
+# as many partitions of ever more rows. Once the table holds this many times the rows the
+# index was built for, the index is built again. A build costs about its rows (29.9 s at
+# a million), or their square once an edit deletes a row of a large data file (LanceDB's
+# k-means sample, docs/performance.md), so the rebuilds of a growing table sum to between
+# a third more than the last and twice it.
 INDEX_REGROWTH = 2
 # Recorded in the vector field's metadata: the rows the index was built for.
 BUILT_FOR = "ragd.index_rows"
